@@ -1,0 +1,53 @@
+// The anvil command line: one Run<Sub> per subcommand, sharing the global
+// options. Exit codes (documented in README.md):
+//   0 success; 1 Anvil itself failed; 2 bad arguments or input;
+//   3 not possible here (no GPU, piece not built yet); 4 database unusable
+//   (missing, corrupt, newer schema).
+#ifndef ANVIL_CLI_CLI_H_
+#define ANVIL_CLI_CLI_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace anvil::cli {
+
+enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 4 };
+
+struct Globals {
+  std::string db = "anvil.db";  // --db, or $ANVIL_DB
+  bool json = false;            // --json: machine-readable output on stdout
+};
+
+// Prints one clear line for `status` and maps it to an exit code.
+int Report(const absl::Status& status, ExitCode code);
+// The number of usable CUDA devices (0 without a driver or GPU), and why.
+int CountGpus(std::string* why);
+// Printed wherever a GPU is needed and none is present.
+std::string NoGpuAdvice();
+
+struct EvalArgs {
+  std::string file, layout = "nt", arch = "sm_90a";
+  std::vector<std::string> shapes;  // MxNxK, measured with one build
+  std::vector<std::string> params;  // KEY=VALUE knobs
+  bool store = false;               // --db given: keep the results
+  int rounds = 0;                   // --rounds: interleaved timing rounds (0: runner default)
+};
+int RunEval(const Globals& g, const EvalArgs& a);
+
+struct OptimizeArgs {
+  std::string shapes_file;          // --shapes FILE ("M N K layout" lines)
+  std::vector<std::string> shapes;  // --shape MxNxK (with --layout)
+  std::string layout = "nt";
+};
+int RunOptimize(const Globals& g, const OptimizeArgs& a);
+
+int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
+               const std::string& figure);
+int RunDoctor(const Globals& g);
+int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
+
+}  // namespace anvil::cli
+
+#endif  // ANVIL_CLI_CLI_H_

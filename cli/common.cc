@@ -1,0 +1,40 @@
+#include <cuda_runtime.h>
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/cli.h"
+
+namespace anvil::cli {
+
+int Report(const absl::Status& status, ExitCode code) {
+  std::cerr << "anvil: " << status.message() << "\n";
+  return code;
+}
+
+int CountGpus(std::string* why) {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    if (why) *why = cudaGetErrorString(err);
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device";
+  return n;
+}
+
+std::string NoGpuAdvice() {
+  return "Measuring needs an NVIDIA GPU (Hopper, sm_90a). Run Anvil on a GPU node: build "
+         "there, or pack this build with `deploy/bundle` and run the bundle's `bin/anvil` "
+         "on the node (see README.md, \"Workers on GPU nodes\").";
+}
+
+int RunNotYet(const Globals& g, const std::string& what, const std::string& instead) {
+  if (g.json) {
+    std::cout << "{\"available\":false,\"command\":\"" << what << "\"}\n";
+  }
+  std::cerr << "anvil: " << what << " is not built yet; " << instead << ".\n";
+  return kUnavailable;
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,145 @@
+// anvil eval FILE.cu --shape MxNxK --layout nt|nn: build one candidate and
+// measure it against the cuBLAS family on this node's GPU.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/cli.h"
+#include "proto/candidate.h"
+#include "proto/problem.h"
+#include "server/local_worker.h"
+#include "server/seed_sweep.h"
+
+namespace anvil::cli {
+namespace {
+
+void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
+  std::cout << "candidate  " << c.name() << "\n";
+  std::cout << "build      " << v1::Verdict_Name(b.verdict()) << (b.cache_hit() ? " (cached)" : "")
+            << absl::StrFormat(" in %.1f s, nvcc %s, %s\n", b.seconds(), b.nvcc_version(), b.arch());
+  for (const v1::KernelUsage& k : b.usage()) {
+    std::cout << absl::StrFormat("  kernel   %d registers, %d B smem, %d B stack, %d/%d B spill  %.60s\n",
+                                 k.registers(), k.shared_bytes(), k.stack_frame_bytes(),
+                                 k.spill_store_bytes(), k.spill_load_bytes(), k.kernel());
+  }
+  if (!b.error().empty()) std::cout << b.error();
+}
+
+void PrintRow(const std::string& name, const v1::Timings& t, double rel_err) {
+  std::cout << absl::StrFormat("  %-20s %9.2f %9.2f %9.2f %9.2f %9.2f   %.2e\n", name,
+                               t.device().median_us(), t.cold().median_us(), t.warm().median_us(),
+                               t.call().median_us(), t.first_call_us(), rel_err);
+}
+
+void PrintMeasurement(const v1::Measurement& m) {
+  std::cout << "problem    " << ShapeName(m.problem().shape()) << " " << LayoutName(m.problem().layout())
+            << " on " << m.problem().gpu() << "\n";
+  std::cout << "verdict    " << v1::Verdict_Name(m.verdict());
+  if (!m.reason().empty()) std::cout << " " << m.reason() << ": " << m.detail();
+  std::cout << "\n";
+  if (m.verdict() != v1::VERDICT_PASSED) return;
+  std::cout << absl::StrFormat("  %-20s %9s %9s %9s %9s %9s   %s\n", "us (median)", "device", "cold",
+                               "warm", "call", "first", "rel_err");
+  PrintRow("candidate", m.timings(), m.rel_err());
+  for (const v1::Baseline& b : m.baselines()) PrintRow(b.name(), b.timings(), b.rel_err());
+  auto best = [&](auto get) {
+    double v = 0;
+    for (const v1::Baseline& b : m.baselines()) {
+      double x = get(b.timings());
+      if (x > 0 && (v == 0 || x < v)) v = x;
+    }
+    return v;
+  };
+  auto ratio = [&](auto get) { double c = get(m.timings()); return c > 0 ? best(get) / c : 0.0; };
+  std::cout << absl::StrFormat(
+      "speedup vs best baseline: device %.3fx  cold %.3fx  warm %.3fx  call %.3fx\n",
+      ratio([](const v1::Timings& t) { return t.device().median_us(); }),
+      ratio([](const v1::Timings& t) { return t.cold().median_us(); }),
+      ratio([](const v1::Timings& t) { return t.warm().median_us(); }),
+      ratio([](const v1::Timings& t) { return t.call().median_us(); }));
+  std::cout << absl::StrFormat("efficiency %.1f%% of speed-of-light (%.2f us); spread %.1f%%; "
+                               "graph capturable: %s; kernels per call: %d\n",
+                               100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),
+                               m.graph_capturable() ? "yes" : "no", m.kernels_per_call());
+}
+
+absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
+  absl::StatusOr<v1::Layout> layout = ParseLayout(a.layout);
+  if (!layout.ok()) return layout.status();
+  std::ifstream in(a.file);
+  if (!in) return absl::NotFoundError("cannot read " + a.file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  v1::Candidate c;
+  c.set_source(ss.str());
+  c.set_layout(*layout);
+  if (a.arch != "sm_90a" && a.arch != "sm_90") return absl::InvalidArgumentError("--arch must be sm_90a or sm_90");
+  c.set_arch(a.arch);
+  c.set_proposer("user");
+  c.set_family("user");
+  for (const std::string& p : a.params) {
+    std::vector<std::string> kv = absl::StrSplit(p, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) return absl::InvalidArgumentError("--param wants KEY=VALUE, got '" + p + "'");
+    (*c.mutable_params())[kv[0]] = kv[1];
+  }
+  AssignCandidateId(c);
+  c.set_name(CandidateDisplayName(c));
+  return c;
+}
+
+}  // namespace
+
+int RunEval(const Globals& g, const EvalArgs& a) {
+  std::vector<v1::Shape> shapes;
+  for (const std::string& text : a.shapes) {
+    absl::StatusOr<v1::Shape> shape = ParseShape(text);
+    if (!shape.ok()) return Report(shape.status(), kUsage);
+    shapes.push_back(*shape);
+  }
+  absl::StatusOr<v1::Candidate> c = LoadCandidate(a);
+  if (!c.ok()) return Report(c.status(), kUsage);
+  std::unique_ptr<Store> store;
+  if (a.store) {
+    absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(g.db);
+    if (!s.ok()) return Report(s.status(), kDatabase);
+    store = std::move(*s);
+  }
+  LocalWorkerOptions options;
+  options.protocol.set_rounds(a.rounds);
+  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(options);
+  if (!worker.ok()) return Report(worker.status(), kUnavailable);
+  std::vector<absl::StatusOr<v1::Build>> builds = (*worker)->BuildAll({*c});
+  if (!builds[0].ok()) return Report(builds[0].status(), kFailed);
+  if (!g.json) PrintBuild(*c, *builds[0]);
+  std::string why;
+  if (builds[0]->verdict() == v1::VERDICT_PASSED && CountGpus(&why) == 0) {
+    std::cerr << "anvil: built, but cannot measure: " << why << ". " << NoGpuAdvice() << "\n";
+    return kUnavailable;
+  }
+  absl::StatusOr<CandidateOutcome> out = (*worker)->Measure(*c, *builds[0], shapes, store.get(), std::nullopt);
+  if (!out.ok()) return Report(out.status(), kFailed);
+  for (const v1::Measurement& m : out->measurements) {
+    if (!g.json) {
+      PrintMeasurement(m);
+      continue;
+    }
+    v1::Kernel k;  // one JSON line per problem
+    *k.mutable_candidate() = *c;
+    k.mutable_candidate()->clear_source();
+    *k.mutable_build() = out->build;
+    *k.mutable_measurement() = m;
+    std::string json;
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(k, &json, o);
+    std::cout << json << "\n";
+  }
+  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(out->build.verdict()) << "\"}}\n";
+  return kOk;
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,67 @@
+#include <cstdio>
+#include <iostream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_format.h"
+#include "cli/cli.h"
+#include "proto/problem.h"
+#include "store/store.h"
+
+namespace anvil::cli {
+
+int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout_text,
+               const std::string& figure) {
+  v1::Layout layout = v1::LAYOUT_UNSPECIFIED;
+  if (!layout_text.empty()) {
+    absl::StatusOr<v1::Layout> l = ParseLayout(layout_text);
+    if (!l.ok()) return Report(l.status(), kUsage);
+    layout = *l;
+  }
+  if (figure != "device" && figure != "warm" && figure != "cold" && figure != "call") {
+    return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
+  }
+  StoreOptions opts;
+  opts.read_only = true;
+  opts.create_if_missing = false;
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db, opts);
+  if (!store.ok()) return Report(store.status(), kDatabase);
+  absl::StatusOr<std::vector<v1::Kernel>> kernels = (*store)->ListBestKernels(gpu, layout, figure, 1000);
+  if (!kernels.ok()) return Report(kernels.status(), kDatabase);
+  if (g.json) {
+    v1::ListKernelsResponse r;
+    for (const v1::Kernel& k : *kernels) *r.add_kernels() = k;
+    std::string out;
+    (void)google::protobuf::util::MessageToJsonString(r, &out);
+    std::cout << out << "\n";
+    return kOk;
+  }
+  if (kernels->empty()) {
+    std::cout << "No verified kernels stored yet in " << g.db
+              << ". Run `anvil optimize` on a GPU node to find some.\n";
+    return kOk;
+  }
+  std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10s %10s %8s\n", "gpu", "shape", "lay",
+                               "kernel", figure + " us", "best base", "speedup");
+  for (const v1::Kernel& k : *kernels) {
+    const v1::Measurement& m = k.measurement();
+    auto pick = [&](const v1::Timings& t) {
+      if (figure == "warm") return t.warm().median_us();
+      if (figure == "cold") return t.cold().median_us();
+      if (figure == "call") return t.call().median_us();
+      return t.device().median_us();
+    };
+    double ours = pick(m.timings()), base = 0;
+    for (const v1::Baseline& b : m.baselines()) {
+      double v = pick(b.timings());
+      if (v > 0 && (base == 0 || v < base)) base = v;
+    }
+    std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx\n",
+                                 m.problem().gpu(), ShapeName(m.problem().shape()),
+                                 LayoutName(m.problem().layout()), k.candidate().name(), ours, base,
+                                 ours > 0 ? base / ours : 0.0);
+  }
+  return kOk;
+}
+
+}  // namespace anvil::cli

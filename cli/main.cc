@@ -1,0 +1,63 @@
+// anvil: the command-line front of Anvil. See README.md for the commands.
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  using namespace anvil::cli;
+  CLI::App app{"Anvil: searches for HGEMM kernels faster than cuBLAS, one shape at a time"};
+  app.require_subcommand(1);
+  Globals g;
+  if (const char* db = std::getenv("ANVIL_DB")) g.db = db;
+  app.add_option("--db", g.db, "SQLite store (default: $ANVIL_DB or ./anvil.db)");
+  app.add_flag("--json", g.json, "machine-readable output");
+  app.footer("Exit codes: 0 ok, 1 Anvil failed, 2 bad arguments, 3 not possible here "
+             "(no GPU / not built yet), 4 database unusable.");
+
+  OptimizeArgs opt;
+  CLI::App* optimize = app.add_subcommand("optimize", "search kernels for problems and store the winners");
+  optimize->add_option("--shapes", opt.shapes_file, "file of 'M N K layout' lines");
+  optimize->add_option("--shape", opt.shapes, "MxNxK (repeatable)");
+  optimize->add_option("--layout", opt.layout, "nt (C = A*B^T) or nn (C = A*B) for --shape");
+
+  EvalArgs ev;
+  CLI::App* eval = app.add_subcommand("eval", "build one candidate file and measure it against cuBLAS");
+  eval->add_option("file", ev.file, "CUDA source exporting the candidate ABI")->required();
+  eval->add_option("--shape", ev.shapes, "MxNxK (repeatable: one build, measured on each)")->required();
+  eval->add_option("--layout", ev.layout, "nt or nn");
+  eval->add_option("--arch", ev.arch, "sm_90a or sm_90");
+  eval->add_option("--param", ev.params, "knob KEY=VALUE, passed as -DANVIL_KEY=VALUE");
+  eval->add_option("--rounds", ev.rounds, "interleaved timing rounds (default 5)")->check(CLI::Range(1, 100));
+
+  std::string gpu, klayout, figure = "device";
+  CLI::App* kernels = app.add_subcommand("kernels", "list the best verified kernel per problem");
+  kernels->add_option("--gpu", gpu, "only this device model");
+  kernels->add_option("--layout", klayout, "only nt or nn");
+  kernels->add_option("--figure", figure, "device, warm, cold or call");
+
+  CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
+  CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
+  CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
+  for (CLI::App* sub : {xport, serve, worker}) sub->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "anvil: " << e.what() << " (see anvil --help)\n";
+    return kUsage;
+  }
+  ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
+  if (*optimize) return RunOptimize(g, opt);
+  if (*eval) return RunEval(g, ev);
+  if (*kernels) return RunKernels(g, gpu, klayout, figure);
+  if (*doctor) return RunDoctor(g);
+  if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
+  if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");
+  if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
+  return kUsage;
+}

@@ -1,0 +1,54 @@
+#include "reward/reward.h"
+
+#include <gtest/gtest.h>
+
+namespace anvil {
+namespace {
+
+v1::Measurement Passed(double ours, double cublas, double lt) {
+  v1::Measurement m;
+  m.set_verdict(v1::VERDICT_PASSED);
+  m.mutable_timings()->mutable_device()->set_median_us(ours);
+  m.add_baselines()->mutable_timings()->mutable_device()->set_median_us(cublas);
+  m.add_baselines()->mutable_timings()->mutable_device()->set_median_us(lt);
+  return m;
+}
+
+TEST(ComputeReward, IsLog2SpeedupOverTheFastestBaseline) {
+  absl::StatusOr<RewardValue> r = ComputeReward(Passed(50, 120, 100), "device");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->speedup, 2.0);
+  EXPECT_DOUBLE_EQ(r->value, 1.0);
+  EXPECT_EQ(r->kind, "speedup");
+}
+
+TEST(ComputeReward, FailuresRankBelowCorrectKernelsAndCheatsLowest) {
+  v1::Measurement slow = Passed(1000, 4, 4);  // 250x slower
+  v1::Measurement wrong;
+  wrong.set_verdict(v1::VERDICT_INCORRECT);
+  v1::Measurement cheat;
+  cheat.set_verdict(v1::VERDICT_CHEAT);
+  double s = ComputeReward(slow, "device")->value;
+  double w = ComputeReward(wrong, "device")->value;
+  double c = ComputeReward(cheat, "device")->value;
+  EXPECT_GT(s, w);
+  EXPECT_GT(w, c);
+  EXPECT_EQ(ComputeReward(wrong, "device")->kind, "incorrect");
+}
+
+TEST(ComputeReward, RejectsUnknownFiguresAndMissingTimings) {
+  EXPECT_FALSE(ComputeReward(Passed(1, 1, 1), "median").ok());
+  v1::Measurement m;
+  m.set_verdict(v1::VERDICT_PASSED);
+  EXPECT_FALSE(ComputeReward(m, "device").ok());
+}
+
+TEST(BuildFailureReward, NamesTheKind) {
+  v1::Build b;
+  b.set_verdict(v1::VERDICT_COMPILE_ERROR);
+  EXPECT_EQ(BuildFailureReward(b).kind, "compile_error");
+  EXPECT_LT(BuildFailureReward(b).value, 0);
+}
+
+}  // namespace
+}  // namespace anvil

@@ -1,0 +1,558 @@
+// seeds/03_wgmma_tma/kernel.cu: Hopper HGEMM, TMA + wgmma, warp-specialised (sm_90a).
+//
+// One CTA computes one BM x BN tile of C (non-persistent grid, grouped raster).
+// The CTA has 1 + CONSUMERS warpgroups (128 threads each):
+//   * warpgroup 0, the producer: one thread issues TMA bulk-tensor loads of the
+//     A and B slices (BK = 64 halfs = 128 bytes of K) into a STAGES-deep ring
+//     of shared-memory buffers, 128-byte swizzled;
+//   * warpgroups 1..CONSUMERS: each owns BM/CONSUMERS rows of the tile and
+//     issues wgmma.mma_async m64nBNk16 (fp16 in, fp32 accumulators in
+//     registers) straight from the swizzled shared memory.
+// Two mbarriers per ring slot synchronise them:
+//   full[s]  count 1: the producer's arrive.expect_tx(stage bytes); the phase
+//            completes when the TMA engine has written all the bytes.
+//   empty[s] count CONSUMERS*4: lane 0 of every consumer warp arrives once the
+//            wgmmas that read slot s are complete (wgmma.wait_group), so the
+//            producer may refill it.
+// Phase parity: the n-th use (n = kt / STAGES) of slot s waits for phase n of
+// full[s], i.e. parity n & 1; the producer's n-th refill (n >= 1) waits for
+// phase n-1 of empty[s], i.e. parity (n-1) & 1.
+// setmaxnreg moves registers from the producer (PRODUCER_REGS) to the
+// consumers (CONSUMER_REGS); the kernel is compiled with __launch_bounds__(
+// threads, 1) so it has a register cap at entry, as setmaxnreg requires.
+//
+// Layouts (exactly one, chosen by the builder):
+//   ANVIL_LAYOUT_NT: A row-major MxK, B row-major NxK, C = A * B^T
+//   ANVIL_LAYOUT_NN: A row-major MxK, B row-major KxN, C = A * B
+// C is row-major MxN, fp16, written with bounds-checked direct stores.
+//
+// ---- Shared-memory layouts and wgmma descriptors (the part to get right) ----
+// Every ring slot is 1024-byte aligned (the 128B-swizzle pattern repeats every
+// 8 rows x 128 bytes = 1024 bytes and both TMA and wgmma apply it on absolute
+// shared-memory address bits [4:6] ^= [7:9]).
+//
+// A (both layouts) is K-major: TMA box {64 (K), BM (rows)} lands as BM rows of
+// 128 bytes. wgmma "K-major, 128B swizzle" canonical layout (CuTe:
+// Swizzle<3,4,3> o ((8,m),(T,2)):((8T,SBO),(1,T)), T = 8 halfs):
+//   SBO = 1024 bytes (next group of 8 rows), LBO unused (encoded 1),
+//   the k16 step kk inside the 64-wide slice starts kk*32 bytes further in
+//   (the swizzle is applied by the hardware on the final address, which is why
+//   advancing the start address by 32 bytes inside a swizzle atom is legal; it is
+//   what CUTLASS's descriptor iterator and the fast.cu kernels do).
+//   The m64 sub-tile of consumer c, m-tile mt starts (c*BM/CONSUMERS + mt*64)
+//   rows = multiples of 8 KiB further.
+//
+// B in NT (B row-major N x K) is K-major too: box {64 (K), BN (rows)}, same
+//   descriptor as A, instruction transpose-B bit = 0.
+//
+// B in NN (B row-major K x N) is MN-major ("N-major"): along a row of B the N
+//   index is contiguous. wgmma reads MN-major B when the transpose-B immediate is
+//   1 (only for 16-bit types). The 128B-swizzle MN-major canonical layout is
+//   (CuTe mma_traits_sm90_gmma.hpp, in 16-byte units):
+//       Swizzle<3,4,3> o ((8,n),(8,k)) : ((1,LBO),(8,SBO))
+//   i.e. an atom is 64 N-elements (128 bytes) x 8 K-rows, each K-row 128 bytes
+//   apart; successive 64-wide N blocks are LBO apart, successive 8-row K groups
+//   SBO apart. A TMA box of {64 (N), 64 (K)} with 128B swizzle writes exactly
+//   64 K-rows of 128 bytes = 8 atoms stacked along K, 1024 bytes apart. We load
+//   BN/64 such boxes per stage, box j at byte offset j*8192 (= 64 rows x 128 B).
+//   Hence: SBO = 1024 (next 8 K-rows), LBO = 8192 (next 64 N-columns), and the
+//   k16 step kk starts kk*16 rows = kk*2048 bytes further (still 1024-aligned,
+//   so the descriptor's base-offset field stays 0). The inner box dimension is
+//   limited to 128 bytes under 128B swizzle, which is why NN needs BN % 64 == 0
+//   and several boxes per stage.
+//
+// ---- Tails and alignment ----------------------------------------------------
+// M/N/K tails: TMA fills out-of-bounds box elements with zeros (and still counts
+// the full box in complete_tx), so partial tiles need no special load path;
+// zeros past K add nothing, rows/cols past M/N are never stored.
+// TMA needs 16-byte global row strides: K % 8 == 0 for A (and NT's B), N % 8 == 0
+// for NN's B. Otherwise anvil_gemm first copies the offending operand into the
+// workspace with rows padded to a multiple of 8 halfs, padding zeroed (one small
+// kernel per padded operand, same stream); the tensor map still declares the true
+// extent, so the padding is never even read. anvil_workspace_bytes returns the
+// padded sizes for such shapes and 0 otherwise.
+//
+// Knobs (seed.json has the ranges and the hardware reason for each rule):
+//   ANVIL_BM            CTA tile rows: 64*CONSUMERS or 128*CONSUMERS (each consumer
+//                       owns BM/CONSUMERS rows = 1 or 2 m64 wgmma tiles)
+//   ANVIL_BN            CTA tile cols = wgmma N: multiple of 16, 16..256
+//                       (NN: multiple of 64)
+//   ANVIL_BK            64 (one 128-byte swizzle row of fp16); fixed
+//   ANVIL_STAGES        ring depth, 2..8, limited by 227 KiB of shared memory
+//   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
+//   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
+//   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
+//   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
+// BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
+// name, e.g. -DANVIL_BN=256 -> MMA_64x256x16_F32F16F16_SS).
+
+#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled types only; no -lcuda
+#include <cudaTypedefs.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#if defined(ANVIL_LAYOUT_NT) && defined(ANVIL_LAYOUT_NN)
+#error "define exactly one of ANVIL_LAYOUT_NT / ANVIL_LAYOUT_NN"
+#endif
+#if !defined(ANVIL_LAYOUT_NT) && !defined(ANVIL_LAYOUT_NN)
+#error "define exactly one of ANVIL_LAYOUT_NT / ANVIL_LAYOUT_NN"
+#endif
+
+#ifndef ANVIL_BM
+#define ANVIL_BM 128
+#endif
+#ifndef ANVIL_BN
+#define ANVIL_BN 256
+#endif
+#ifndef ANVIL_BK
+#define ANVIL_BK 64
+#endif
+#ifndef ANVIL_STAGES
+#define ANVIL_STAGES 4
+#endif
+#ifndef ANVIL_CONSUMERS
+#define ANVIL_CONSUMERS 2
+#endif
+#ifndef ANVIL_GROUP_M
+#define ANVIL_GROUP_M 8
+#endif
+#ifndef ANVIL_PRODUCER_REGS
+#define ANVIL_PRODUCER_REGS 40
+#endif
+#ifndef ANVIL_CONSUMER_REGS
+#define ANVIL_CONSUMER_REGS 232
+#endif
+
+// CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
+// other multiples of 8 need its extended-shape header (much larger: only when used).
+#if ANVIL_BN != 16 && ANVIL_BN != 32 && ANVIL_BN != 64 && ANVIL_BN != 96 && \
+    ANVIL_BN != 128 && ANVIL_BN != 192 && ANVIL_BN != 256
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1
+#endif
+#include <cute/arch/mma_sm90_gmma.hpp>  // wgmma atoms (raw PTX wrappers)
+
+namespace {
+
+namespace gmma = cute::SM90::GMMA;
+
+#if defined(ANVIL_LAYOUT_NT)
+constexpr bool kNT = true;
+#else
+constexpr bool kNT = false;
+#endif
+
+constexpr int kBM = ANVIL_BM;
+constexpr int kBN = ANVIL_BN;
+constexpr int kBK = ANVIL_BK;
+constexpr int kStages = ANVIL_STAGES;
+constexpr int kConsumers = ANVIL_CONSUMERS;
+constexpr int kGroupM = ANVIL_GROUP_M;
+constexpr int kProducerRegs = ANVIL_PRODUCER_REGS;
+constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
+
+constexpr int kThreads = 128 * (kConsumers + 1);
+constexpr int kWgRows = kBM / kConsumers;  // rows of the tile per consumer
+constexpr int kMTiles = kWgRows / 64;      // m64 wgmma tiles per consumer
+constexpr int kAcc = kBN / 2;              // fp32 accumulators per thread per m64 tile
+
+constexpr int kRowBytes = kBK * 2;                  // 128: one swizzle row
+constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
+constexpr int kStageBBytes = kBN * kRowBytes;       // B slice: BN x 128 B (both layouts)
+constexpr int kStageBytes = kStageABytes + kStageBBytes;
+constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box = 8 KiB
+constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
+                           2 * kStages * 8 /* full + empty mbarriers */;
+
+static_assert(kBK == 64, "BK must be 64: one 128-byte swizzle row of fp16");
+static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
+static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
+              "BM/CONSUMERS must be 64 or 128 (1 or 2 m64 wgmma tiles per consumer)");
+static_assert(kBM <= 256, "TMA box dimension is at most 256 rows");
+static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
+              "BN: multiple of 16 in 16..256 (wgmma N, TMA box <= 256)");
+static_assert(kNT || kBN % 64 == 0,
+              "NN: BN must be a multiple of 64 (128B-swizzle box is 64 halfs wide in N)");
+static_assert(kMTiles * kAcc <= 128,
+              "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
+static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
+static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
+static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
+static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
+              "PRODUCER_REGS: multiple of 8 in 24..56");
+static_assert(kConsumerRegs % 8 == 0 && kConsumerRegs >= 168 && kConsumerRegs <= 256,
+              "CONSUMER_REGS: multiple of 8 in 168..256");
+static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
+              "setmaxnreg budget exceeds the 64K-register file");
+static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
+              "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
+
+// wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
+#define ANVIL_GMMA_ATOM_(n) gmma::MMA_64x##n##x16_F32F16F16_SS
+#define ANVIL_GMMA_ATOM(n) ANVIL_GMMA_ATOM_(n)
+constexpr gmma::Major kMajorB = kNT ? gmma::Major::K : gmma::Major::MN;
+using GmmaAtom = ANVIL_GMMA_ATOM(ANVIL_BN)<gmma::Major::K, kMajorB>;
+
+// ---- PTX wrappers -----------------------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Returns once the phase with parity `parity` of the barrier has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// 2D TMA load of the box at element coordinates (x = inner, y = outer) into
+// shared memory, completing `bytes` of transaction on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map,
+                                            uint32_t bar, int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y)
+      : "memory");
+}
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map))
+               : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving accumulator reads/writes across wgmma issue and
+// wait points (the asm "modifies" every register, so nothing can be hoisted).
+__device__ __forceinline__ void fence_acc(float (&acc)[kMTiles][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) asm volatile("" : "+f"(acc[mt][i])::"memory");
+}
+
+// Matrix descriptor (PTX ISA "matrix-descriptor-format"): bits 0-13 start
+// address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0: every
+// atom we point into is 1024-aligned), 62-63 layout (1 = 128-byte swizzle).
+__device__ __forceinline__ uint64_t make_desc(uint32_t smem_addr, uint32_t lbo,
+                                              uint32_t sbo) {
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4);
+  d |= static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16;
+  d |= static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32;
+  d |= static_cast<uint64_t>(1) << 62;
+  return d;
+}
+
+template <size_t... I>
+__device__ __forceinline__ void wgmma_issue(uint64_t da, uint64_t db, float (&d)[kAcc],
+                                            std::index_sequence<I...>) {
+  GmmaAtom::fma(da, db, d[I]..., gmma::ScaleOut::One);
+}
+
+// pairs_ok: N is even and C is 4-byte aligned, so (row, even col) pairs are
+// 4-byte aligned and can be stored as one half2.
+__device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int col,
+                                           float v0, float v1, bool pairs_ok) {
+  if (row >= M) return;
+  __half* p = C + static_cast<size_t>(row) * N + col;
+  if (pairs_ok && col + 1 < N) {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(v0, v1);
+  } else {
+    if (col < N) p[0] = __float2half_rn(v0);
+    if (col + 1 < N) p[1] = __float2half_rn(v1);
+  }
+}
+
+// ---- the kernel ---------------------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
+                   const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
+                   int M, int N, int K, int tiles_m, int tiles_n) {
+  extern __shared__ unsigned char smem_raw[];
+  // Align the ring to 1024 bytes in the shared address space.
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t sA0 = (raw + 1023u) & ~1023u;        // A slots
+  const uint32_t sB0 = sA0 + kStages * kStageABytes;  // B slots
+  const uint32_t bars = sB0 + kStages * kStageBBytes;
+  auto full_bar = [&](int s) { return bars + 8u * s; };
+  auto empty_bar = [&](int s) { return bars + 8u * (kStages + s); };
+  auto slot_a = [&](int s) { return sA0 + static_cast<uint32_t>(s * kStageABytes); };
+  auto slot_b = [&](int s) { return sB0 + static_cast<uint32_t>(s * kStageBBytes); };
+
+  // Grouped raster: consecutive CTAs walk GROUP_M tile-rows column by column.
+  const int pid = blockIdx.x;
+  const int group_size = kGroupM * tiles_n;
+  const int first_m = (pid / group_size) * kGroupM;
+  const int group_m = min(tiles_m - first_m, kGroupM);
+  const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
+  const int n0 = ((pid % group_size) / group_m) * kBN;
+  const int k_tiles = (K + kBK - 1) / kBK;
+
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_bar(s), 1);
+      mbar_init(empty_bar(s), kConsumers * 4);
+    }
+    // Make the initialised barriers visible to the other threads and to the
+    // async proxy (TMA complete_tx) before anyone uses them.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ------------------------------ producer ------------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    if (threadIdx.x == 0) {
+      prefetch_tensormap(&tmA);
+      prefetch_tensormap(&tmB);
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % kStages;
+        const int n = kt / kStages;  // how many times slot s was filled before
+        if (n > 0) mbar_wait(empty_bar(s), (n - 1) & 1);  // consumers freed it
+        mbar_arrive_expect_tx(full_bar(s), kStageBytes);
+        tma_load_2d(slot_a(s), &tmA, full_bar(s), kt * kBK, m0);
+        if constexpr (kNT) {
+          tma_load_2d(slot_b(s), &tmB, full_bar(s), kt * kBK, n0);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBN / 64; ++j)
+            tma_load_2d(slot_b(s) + j * kNNBoxBytes, &tmB, full_bar(s), n0 + j * 64,
+                        kt * kBK);
+        }
+      }
+    }
+  } else {
+    // ------------------------------ consumers -----------------------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int c = wg - 1;
+    const int warp = (threadIdx.x % 128) / 32;
+    const int lane = threadIdx.x % 32;
+
+    float acc[kMTiles][kAcc];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % kStages;
+      mbar_wait(full_bar(s), (kt / kStages) & 1);  // TMA bytes of slot s landed
+
+      fence_acc(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        uint64_t db;
+        if constexpr (kNT) {
+          db = make_desc(slot_b(s) + kk * 32, 16, 1024);  // K-major
+        } else {
+          db = make_desc(slot_b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const uint32_t a_rows = c * kWgRows + mt * 64;
+          const uint64_t da = make_desc(slot_a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
+          wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
+        }
+      }
+      wgmma_commit();
+      fence_acc(acc);
+      // Keep this stage's wgmmas in flight; the previous stage's are done now.
+      wgmma_wait<1>();
+      fence_acc(acc);
+      if (kt > 0 && lane == 0) mbar_arrive(empty_bar((kt - 1) % kStages));
+    }
+    wgmma_wait<0>();
+    fence_acc(acc);
+
+    // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at
+    // (row lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8.
+    const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int col = n0 + j * 8 + (lane % 4) * 2;
+        store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
+                   pairs_ok);
+        store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                   pairs_ok);
+      }
+    }
+  }
+}
+
+// Copies a rows x cols row-major matrix into rows x ld (ld >= cols), zeroing
+// the padding columns.
+__global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ dst,
+                         int rows, int cols, int ld) {
+  const size_t total = static_cast<size_t>(rows) * ld;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = i / ld;
+    const int col = static_cast<int>(i % ld);
+    dst[i] = col < cols ? src[r * cols + col] : __float2half_rn(0.0f);
+  }
+}
+
+// ---- host side ------------------------------------------------------------------
+
+constexpr int round_up8(int x) { return (x + 7) / 8 * 8; }
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+// Workspace split: [padded A][padded B], each 256-byte aligned; 0 when unused.
+struct PadPlan {
+  bool pad_a, pad_b;
+  size_t a_bytes, b_bytes;
+};
+PadPlan plan_padding(int M, int N, int K) {
+  PadPlan p{};
+  p.pad_a = K % 8 != 0;
+  p.pad_b = kNT ? (K % 8 != 0) : (N % 8 != 0);
+  p.a_bytes = p.pad_a ? align256(static_cast<size_t>(M) * round_up8(K) * 2) : 0;
+  p.b_bytes = !p.pad_b ? 0
+              : kNT    ? align256(static_cast<size_t>(N) * round_up8(K) * 2)
+                       : align256(static_cast<size_t>(K) * round_up8(N) * 2);
+  return p;
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                         cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// 2D fp16 tensor map: `inner` x `outer` elements, rows `ld` elements apart,
+// box {box_inner, box_outer}, 128B swizzle, zero fill out of bounds.
+bool make_map(CUtensorMap* map, const void* base, int inner, int outer, int ld,
+              int box_inner, int box_outer) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_fn();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner),
+                              static_cast<cuuint64_t>(outer)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_inner),
+                             static_cast<cuuint32_t>(box_outer)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims,
+                strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+cudaError_t configure_once() {
+  static const cudaError_t err = cudaFuncSetAttribute(
+      wgmma_tma_gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return err;
+}
+
+void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
+                cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(rows) * ld;
+  const size_t blocks = (total + 255) / 256;
+  pad_rows<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
+      src, dst, rows, cols, ld);
+}
+
+}  // namespace
+
+extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
+  if (M < 1 || N < 1 || K < 1) return 0;
+  const PadPlan p = plan_padding(M, N, K);
+  return p.a_bytes + p.b_bytes;
+}
+
+extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
+                          int K, void* workspace, cudaStream_t stream) {
+  if (M < 1 || N < 1 || K < 1) return 1;
+  // TMA needs 16-byte aligned global addresses (the contract gives 256).
+  if (((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) & 15) != 0)
+    return 2;
+  if (configure_once() != cudaSuccess) return 3;
+
+  const long long tiles_m = (M + kBM - 1) / kBM;
+  const long long tiles_n = (N + kBN - 1) / kBN;
+  if (tiles_m * tiles_n > INT_MAX || tiles_n * kGroupM > INT_MAX) return 4;
+
+  // Operands whose rows are not 16-byte multiples go through the workspace.
+  const PadPlan p = plan_padding(M, N, K);
+  const __half* a_src = A;
+  const __half* b_src = B;
+  int lda = K;
+  int ldb = kNT ? K : N;
+  if (p.pad_a || p.pad_b) {
+    if (workspace == nullptr || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0)
+      return 5;
+    __half* ws_a = static_cast<__half*>(workspace);
+    __half* ws_b = reinterpret_cast<__half*>(static_cast<char*>(workspace) + p.a_bytes);
+    if (p.pad_a) {
+      lda = round_up8(K);
+      launch_pad(A, ws_a, M, K, lda, stream);
+      a_src = ws_a;
+    }
+    if (p.pad_b) {
+      ldb = kNT ? round_up8(K) : round_up8(N);
+      if (kNT) launch_pad(B, ws_b, N, K, ldb, stream);
+      else launch_pad(B, ws_b, K, N, ldb, stream);
+      b_src = ws_b;
+    }
+  }
+
+  CUtensorMap tmA, tmB;
+  if (!make_map(&tmA, a_src, K, M, lda, kBK, kBM)) return 6;
+  const bool ok_b = kNT ? make_map(&tmB, b_src, K, N, ldb, kBK, kBN)
+                        : make_map(&tmB, b_src, N, K, ldb, 64, kBK);
+  if (!ok_b) return 6;
+
+  wgmma_tma_gemm<<<static_cast<unsigned>(tiles_m * tiles_n), kThreads, kSmemBytes,
+                   stream>>>(tmA, tmB, C, M, N, K, static_cast<int>(tiles_m),
+                             static_cast<int>(tiles_n));
+  return cudaGetLastError() != cudaSuccess ? 1 : 0;
+}

@@ -1,0 +1,116 @@
+#include "seeds/seeds.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "proto/candidate.h"
+#include "proto/problem.h"
+
+#ifndef ANVIL_SOURCE_SEEDS_DIR
+#define ANVIL_SOURCE_SEEDS_DIR ""
+#endif
+
+namespace anvil {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
+  SeedKnob k;
+  absl::string_view n = name;
+  absl::ConsumePrefix(&n, "ANVIL_");
+  k.name = std::string(n);
+  k.default_value = Text(j.at("default"));
+  k.reason = j.value("reason", "");
+  if (j.contains("values")) {
+    for (const auto& v : j.at("values")) k.values.push_back(Text(v));
+  } else if (j.contains("min")) {
+    int step = j.value("step", 1);
+    for (int v = j.at("min").get<int>(); v <= j.at("max").get<int>(); v += std::max(1, step)) {
+      k.values.push_back(absl::StrCat(v));
+    }
+  }
+  return k;
+}
+
+absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
+  std::ifstream meta(dir / "seed.json");
+  SeedFamily f;
+  try {
+    nlohmann::json j = nlohmann::json::parse(meta);
+    f.name = dir.filename().string();
+    f.description = j.value("description", "");
+    f.arch = j.value("arch", "sm_90a");
+    for (const auto& l : j.at("layouts")) {
+      absl::StatusOr<v1::Layout> layout = ParseLayout(l.get<std::string>());
+      if (!layout.ok()) return layout.status();
+      f.layouts.push_back(*layout);
+    }
+    for (const auto& [name, knob] : j.at("knobs").items()) f.knobs.push_back(ParseKnob(name, knob));
+    for (const auto& c : j.value("constraints", nlohmann::json::array())) {
+      f.constraints.push_back(c.value("rule", ""));
+    }
+    std::ifstream src(dir / j.value("file", "kernel.cu"));
+    std::stringstream ss;
+    ss << src.rdbuf();
+    f.source = ss.str();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat((dir / "seed.json").string(), ": ", e.what()));
+  }
+  if (f.source.empty()) return absl::NotFoundError(absl::StrCat("no kernel source in ", dir.string()));
+  return f;
+}
+
+}  // namespace
+
+std::string DefaultSeedsDir(const std::string& executable_dir) {
+  if (const char* env = std::getenv("ANVIL_SEEDS_DIR")) return env;
+  std::string bundled = executable_dir + "/../share/anvil/seeds";
+  if (fs::exists(bundled)) return bundled;
+  return ANVIL_SOURCE_SEEDS_DIR;
+}
+
+absl::StatusOr<std::vector<SeedFamily>> LoadSeeds(const std::string& dir) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory() && fs::exists(e.path() / "seed.json")) dirs.push_back(e.path());
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat("seeds directory ", dir, ": ", ec.message()));
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<SeedFamily> families;
+  for (const fs::path& d : dirs) {
+    absl::StatusOr<SeedFamily> f = LoadOne(d);
+    if (!f.ok()) return f.status();
+    families.push_back(std::move(*f));
+  }
+  return families;
+}
+
+v1::Candidate MakeSeedCandidate(const SeedFamily& family, v1::Layout layout,
+                                const std::map<std::string, std::string>& params) {
+  v1::Candidate c;
+  c.set_source(family.source);
+  c.set_family(family.name);
+  c.set_layout(layout);
+  c.set_arch(family.arch);
+  c.set_proposer("seed");
+  for (const SeedKnob& k : family.knobs) (*c.mutable_params())[k.name] = k.default_value;
+  for (const auto& [k, v] : params) (*c.mutable_params())[k] = v;
+  AssignCandidateId(c);
+  c.set_name(CandidateDisplayName(c));
+  return c;
+}
+
+}  // namespace anvil

@@ -1,0 +1,47 @@
+// The seed kernel families the search starts from: each seeds/NN_name/ folder
+// holds kernel.cu and seed.json (knobs, legal values, constraints and their
+// hardware reasons). This loads them and makes candidates from them.
+// Thread-safe after loading (read-only).
+#ifndef ANVIL_SEEDS_SEEDS_H_
+#define ANVIL_SEEDS_SEEDS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "anvil/v1/types.pb.h"
+
+namespace anvil {
+
+struct SeedKnob {
+  std::string name;             // without the ANVIL_ prefix, e.g. "BM"
+  std::string default_value;
+  std::vector<std::string> values;  // legal values (expanded from ranges)
+  std::string reason;           // the hardware reason for the limits
+};
+
+struct SeedFamily {
+  std::string name;             // folder name, e.g. "03_wgmma_tma"
+  std::string description;
+  std::string arch;             // "sm_90a" or "sm_90"
+  std::vector<v1::Layout> layouts;
+  std::vector<SeedKnob> knobs;
+  std::vector<std::string> constraints;  // rule expressions over ANVIL_ knobs
+  std::string source;           // kernel.cu text
+};
+
+// ANVIL_SEEDS_DIR, else <exe>/../share/anvil/seeds, else the source tree's.
+std::string DefaultSeedsDir(const std::string& executable_dir);
+
+// Every family under `dir`, in folder order. A malformed seed.json fails
+// the whole load with the file named.
+absl::StatusOr<std::vector<SeedFamily>> LoadSeeds(const std::string& dir);
+
+// A candidate of `family` for `layout` with `params` over the defaults.
+v1::Candidate MakeSeedCandidate(const SeedFamily& family, v1::Layout layout,
+                                const std::map<std::string, std::string>& params = {});
+
+}  // namespace anvil
+
+#endif  // ANVIL_SEEDS_SEEDS_H_

@@ -1,0 +1,92 @@
+#include "server/local_worker.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace anvil {
+namespace {
+
+std::string DefaultCacheDir() {
+  if (const char* c = std::getenv("ANVIL_CACHE")) return c;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return absl::StrCat(xdg, "/anvil/builds");
+  if (const char* home = std::getenv("HOME")) return absl::StrCat(home, "/.cache/anvil/builds");
+  return "/tmp/anvil-builds";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Create(LocalWorkerOptions options) {
+  absl::StatusOr<Toolchain> t = Toolchain::Find();
+  if (!t.ok()) return t.status();
+  if (options.cache_dir.empty()) options.cache_dir = DefaultCacheDir();
+  return std::unique_ptr<LocalWorker>(new LocalWorker(*t, std::move(options)));
+}
+
+LocalWorker::LocalWorker(Toolchain toolchain, LocalWorkerOptions options)
+    : toolchain_(toolchain),
+      builder_([&] {
+        BuilderOptions b;
+        b.toolchain = toolchain;
+        b.cache_dir = options.cache_dir;
+        b.jobs = options.build_jobs;
+        b.isolate = options.isolate;
+        return b;
+      }()),
+      evaluator_([&] {
+        EvaluatorOptions e;
+        e.toolchain = toolchain;
+        e.device = options.device;
+        e.protocol = options.protocol;
+        e.isolate = options.isolate;
+        return e;
+      }()) {}
+
+std::vector<absl::StatusOr<v1::Build>> LocalWorker::BuildAll(
+    const std::vector<v1::Candidate>& candidates) {
+  return builder_.BuildAll(candidates);
+}
+
+absl::StatusOr<CandidateOutcome> LocalWorker::Measure(const v1::Candidate& candidate,
+                                                      const v1::Build& build,
+                                                      const std::vector<v1::Shape>& shapes,
+                                                      Store* store,
+                                                      const std::optional<std::string>& job_id) {
+  CandidateOutcome out;
+  out.build = build;
+  if (store) {
+    if (absl::Status st = store->PutCandidate(candidate); !st.ok()) return st;
+    if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
+  }
+  if (build.verdict() != v1::VERDICT_PASSED) return out;
+  absl::StatusOr<Evaluation> ev = evaluator_.Evaluate(candidate, build, shapes, lt_algos_);
+  if (!ev.ok()) return ev.status();
+  if (ev->info) info_ = ev->info;
+  for (v1::LtAlgo& a : ev->tuned) {
+    if (store && info_) {
+      v1::Problem p;
+      *p.mutable_shape() = a.shape();
+      p.set_layout(a.layout());
+      p.set_dtype(v1::DTYPE_F16_F32ACC);
+      p.set_gpu(info_->gpu());
+      p.set_arch(info_->arch());
+      (void)store->PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0});
+    }
+    lt_algos_.push_back(std::move(a));
+  }
+  out.measurements = std::move(ev->measurements);
+  for (v1::Measurement& m : out.measurements) {
+    if (info_ && m.problem().gpu().empty()) {
+      m.mutable_problem()->set_gpu(info_->gpu());
+      m.mutable_problem()->set_arch(info_->arch());
+    }
+  }
+  if (store) {
+    absl::StatusOr<std::vector<int64_t>> ids = store->PutMeasurements(out.measurements, job_id);
+    if (!ids.ok()) return ids.status();
+    out.measurement_ids = std::move(*ids);
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,61 @@
+// LocalWorker: the worker pipeline in this process tree (local mode): build a
+// candidate (sandboxed nvcc, cached), measure it on problems (sandboxed
+// anvil-runner on this node's GPU), and record everything in the store.
+// The fleet mode runs the same Builder and Evaluator behind the Fleet service.
+// Thread-compatible: one caller at a time (one GPU slot).
+#ifndef ANVIL_SERVER_LOCAL_WORKER_H_
+#define ANVIL_SERVER_LOCAL_WORKER_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "store/store.h"
+#include "worker/builder.h"
+#include "worker/evaluator.h"
+
+namespace anvil {
+
+struct LocalWorkerOptions {
+  std::string cache_dir;           // build cache; empty: $ANVIL_CACHE or ~/.cache/anvil/builds
+  int build_jobs = 2;              // parallel nvcc processes
+  int device = 0;                  // CUDA ordinal
+  v1::RunnerProtocol protocol;     // zero fields: runner defaults
+  bool isolate = true;             // namespaces where the node allows
+};
+
+struct CandidateOutcome {
+  v1::Build build;
+  std::vector<v1::Measurement> measurements;  // [i] answers the i-th problem
+  std::vector<int64_t> measurement_ids;       // store ids, when stored
+};
+
+class LocalWorker {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalWorker>> Create(LocalWorkerOptions options);
+
+  // Builds candidates in parallel; results[i] answers candidates[i].
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates);
+  // Measures a built candidate on shapes of its layout. Stores the candidate,
+  // build, measurements and tuned cuBLASLt choices when `store` is given.
+  absl::StatusOr<CandidateOutcome> Measure(const v1::Candidate& candidate, const v1::Build& build,
+                                           const std::vector<v1::Shape>& shapes, Store* store,
+                                           const std::optional<std::string>& job_id);
+  const std::optional<v1::RunnerInfo>& runner_info() const { return info_; }
+  const Toolchain& toolchain() const { return toolchain_; }
+
+ private:
+  LocalWorker(Toolchain toolchain, LocalWorkerOptions options);
+  Toolchain toolchain_;
+  Builder builder_;
+  Evaluator evaluator_;
+  std::vector<v1::LtAlgo> lt_algos_;
+  std::optional<v1::RunnerInfo> info_;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_LOCAL_WORKER_H_

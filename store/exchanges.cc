@@ -1,0 +1,187 @@
+// Store: rewards, LLM exchanges (training-data export) and the cuBLASLt
+// autotuning cache.
+#include "absl/strings/str_cat.h"
+#include "store/codec.h"
+#include "store/internal.h"
+#include "store/store.h"
+
+namespace anvil {
+
+using store_internal::Db;
+using store_internal::Stmt;
+using store_internal::Transaction;
+using store_internal::WithContext;
+
+namespace store_internal {
+namespace {
+
+// Binds the problem's row id, or NULL when there is no problem.
+absl::Status BindOptionalProblem(Db& db, const std::optional<v1::Problem>& problem, Stmt& s) {
+  if (!problem.has_value()) {
+    s.BindNull();
+    return absl::OkStatus();
+  }
+  STORE_ASSIGN_OR_RETURN(int64_t id, UpsertProblemRow(db, *problem));
+  s.BindInt(id);
+  return absl::OkStatus();
+}
+
+// Reads the 7 problem columns of a LEFT JOIN: nullopt when they are NULL.
+std::optional<v1::Problem> ReadOptionalProblem(const Stmt& s, int col) {
+  if (s.IsNull(col)) return std::nullopt;
+  v1::Problem problem;
+  ReadProblem(s, col, &problem);
+  return problem;
+}
+
+}  // namespace
+}  // namespace store_internal
+
+absl::StatusOr<int64_t> Store::PutReward(const Reward& r) {
+  if (r.candidate_id.empty() || r.kind.empty()) {
+    return absl::InvalidArgumentError("a reward needs a candidate_id and a kind");
+  }
+  absl::MutexLock lock(&mu_);
+  Transaction txn(*db_);
+  STORE_RETURN_IF_ERROR(txn.Begin());
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT INTO rewards (measurement_id, candidate_id, problem_id, "
+                             "job_id, value, kind, figure, details, created_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    if (r.measurement_id != 0) {
+      s.BindInt(r.measurement_id);
+    } else {
+      s.BindNull();
+    }
+    s.BindText(r.candidate_id);
+    STORE_RETURN_IF_ERROR(store_internal::BindOptionalProblem(*db_, r.problem, s));
+    s.BindTextOrNull(r.job_id).BindReal(r.value).BindText(r.kind).BindText(r.figure);
+    s.BindText(r.details_json.empty() ? "{}" : r.details_json);
+    s.BindInt(r.created_unix_ms != 0 ? r.created_unix_ms : Now());
+    STORE_RETURN_IF_ERROR(WithContext(s.Run(), "storing reward"));
+  }
+  int64_t id = db_->LastInsertId();
+  STORE_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+absl::StatusOr<std::vector<Reward>> Store::ListRewards(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  static const std::string kSql = absl::StrCat(
+      "SELECT r.id, r.measurement_id, r.candidate_id, r.job_id, r.value, r.kind, r.figure, "
+      "r.details, r.created_at, ",
+      store_internal::ProblemColumns("p."),
+      " FROM rewards r LEFT JOIN problems p ON p.id = r.problem_id WHERE r.job_id = ? "
+      "ORDER BY r.id");
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(kSql));
+  s.BindText(job_id);
+  std::vector<Reward> rewards;
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return rewards;
+    Reward& r = rewards.emplace_back();
+    r.id = s.Int(0);
+    r.measurement_id = s.Int(1);  // NULL reads as 0
+    r.candidate_id = s.Text(2);
+    r.job_id = s.Text(3);
+    r.value = s.Real(4);
+    r.kind = s.Text(5);
+    r.figure = s.Text(6);
+    r.details_json = s.Text(7);
+    r.created_unix_ms = s.Int(8);
+    r.problem = store_internal::ReadOptionalProblem(s, 9);
+  }
+}
+
+absl::StatusOr<int64_t> Store::PutLlmExchange(const LlmExchange& e) {
+  absl::MutexLock lock(&mu_);
+  Transaction txn(*db_);
+  STORE_RETURN_IF_ERROR(txn.Begin());
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT INTO llm_exchanges (job_id, problem_id, candidate_id, model, "
+                             "endpoint, prompt, response, prompt_tokens, completion_tokens, "
+                             "latency_ms, error, created_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    s.BindTextOrNull(e.job_id);
+    STORE_RETURN_IF_ERROR(store_internal::BindOptionalProblem(*db_, e.problem, s));
+    s.BindTextOrNull(e.candidate_id).BindText(e.model).BindText(e.endpoint).BindText(e.prompt);
+    s.BindText(e.response).BindInt(e.prompt_tokens).BindInt(e.completion_tokens);
+    s.BindReal(e.latency_ms).BindText(e.error);
+    s.BindInt(e.created_unix_ms != 0 ? e.created_unix_ms : Now());
+    STORE_RETURN_IF_ERROR(WithContext(s.Run(), "storing LLM exchange"));
+  }
+  int64_t id = db_->LastInsertId();
+  STORE_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  static const std::string kSql = absl::StrCat(
+      "SELECT e.id, e.job_id, e.candidate_id, e.model, e.endpoint, e.prompt, e.response, "
+      "e.prompt_tokens, e.completion_tokens, e.latency_ms, e.error, e.created_at, ",
+      store_internal::ProblemColumns("p."),
+      " FROM llm_exchanges e LEFT JOIN problems p ON p.id = e.problem_id WHERE e.job_id = ? "
+      "ORDER BY e.id");
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(kSql));
+  s.BindText(job_id);
+  std::vector<LlmExchange> out;
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    LlmExchange& e = out.emplace_back();
+    e.id = s.Int(0);
+    e.job_id = s.Text(1);
+    e.candidate_id = s.Text(2);
+    e.model = s.Text(3);
+    e.endpoint = s.Text(4);
+    e.prompt = s.Text(5);
+    e.response = s.Text(6);
+    e.prompt_tokens = s.Int(7);
+    e.completion_tokens = s.Int(8);
+    e.latency_ms = s.Real(9);
+    e.error = s.Text(10);
+    e.created_unix_ms = s.Int(11);
+    e.problem = store_internal::ReadOptionalProblem(s, 12);
+  }
+}
+
+absl::StatusOr<std::optional<LtAlgo>> Store::GetLtAlgo(const v1::Problem& problem,
+                                                       const std::string& cublas_version) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
+                         store_internal::FindProblemId(*db_, problem));
+  if (!problem_id.has_value()) return std::optional<LtAlgo>();
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT algo, measured_at FROM lt_algo_cache "
+                                              "WHERE problem_id = ? AND cublas_version = ?"));
+  s.BindInt(*problem_id).BindText(cublas_version);
+  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<LtAlgo>();
+  return std::optional<LtAlgo>(LtAlgo{s.Blob(0), s.Int(1)});
+}
+
+absl::Status Store::PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
+                              const LtAlgo& algo) {
+  if (algo.algo.empty() || cublas_version.empty()) {
+    return absl::InvalidArgumentError("a cuBLASLt cache entry needs algo bytes and a version");
+  }
+  absl::MutexLock lock(&mu_);
+  Transaction txn(*db_);
+  STORE_RETURN_IF_ERROR(txn.Begin());
+  STORE_ASSIGN_OR_RETURN(int64_t problem_id, store_internal::UpsertProblemRow(*db_, problem));
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT INTO lt_algo_cache (problem_id, cublas_version, algo, "
+                             "measured_at) VALUES (?, ?, ?, ?) "
+                             "ON CONFLICT (problem_id, cublas_version) DO UPDATE SET "
+                             "algo = excluded.algo, measured_at = excluded.measured_at"));
+    s.BindInt(problem_id).BindText(cublas_version).BindBlob(algo.algo);
+    s.BindInt(algo.measured_unix_ms != 0 ? algo.measured_unix_ms : Now());
+    STORE_RETURN_IF_ERROR(s.Run());
+  }
+  return txn.Commit();
+}
+
+}  // namespace anvil

@@ -1,0 +1,224 @@
+// Store: jobs, their per-problem progress, and workers.
+#include "absl/strings/str_cat.h"
+#include "store/codec.h"
+#include "store/internal.h"
+#include "store/store.h"
+
+namespace anvil {
+
+using store_internal::Db;
+using store_internal::Stmt;
+using store_internal::Transaction;
+using store_internal::WithContext;
+
+namespace store_internal {
+namespace {
+
+absl::Status LoadJobProblems(Db& db, v1::Job* job) {
+  static const std::string kSql = absl::StrCat(
+      "SELECT ", ProblemColumns("p."),
+      ", jp.candidates_tried, jp.best_candidate_id, jp.best_us, jp.best_baseline_us "
+      "FROM job_problems jp JOIN problems p ON p.id = jp.problem_id WHERE jp.job_id = ? "
+      "ORDER BY jp.id");
+  STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare(kSql));
+  s.BindText(job->id());
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return absl::OkStatus();
+    v1::ProblemProgress* p = job->add_problems();
+    int c = ReadProblem(s, 0, p->mutable_problem());
+    p->set_candidates_tried(static_cast<int32_t>(s.Int(c)));
+    p->set_best_candidate_id(s.Text(c + 1));
+    p->set_best_us(s.Real(c + 2));
+    p->set_best_baseline_us(s.Real(c + 3));
+    if (p->best_us() > 0) p->set_speedup(p->best_baseline_us() / p->best_us());
+  }
+}
+
+absl::StatusOr<std::optional<v1::Job>> LoadJob(Db& db, const std::string& job_id) {
+  v1::Job job;
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s,
+        db.Prepare("SELECT id, state, created_at, updated_at, error FROM jobs WHERE id = ?"));
+    s.BindText(job_id);
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<v1::Job>();
+    job.set_id(s.Text(0));
+    job.set_state(JobStateFromText(s.Text(1)));
+    job.set_created_unix_ms(s.Int(2));
+    job.set_updated_unix_ms(s.Int(3));
+    job.set_error(s.Text(4));
+  }
+  STORE_RETURN_IF_ERROR(LoadJobProblems(db, &job));
+  return std::optional<v1::Job>(std::move(job));
+}
+
+absl::Status NoJob(const std::string& job_id) {
+  return absl::NotFoundError(absl::StrCat("no job ", job_id));
+}
+
+absl::Status UpsertJobProblem(Db& db, const std::string& job_id, int64_t problem_id,
+                              const v1::ProblemProgress& p) {
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db.Prepare("INSERT INTO job_problems (job_id, problem_id, candidates_tried, "
+                 "best_candidate_id, best_us, best_baseline_us) VALUES (?, ?, ?, ?, ?, ?) "
+                 "ON CONFLICT (job_id, problem_id) DO UPDATE SET "
+                 "candidates_tried = excluded.candidates_tried, "
+                 "best_candidate_id = excluded.best_candidate_id, "
+                 "best_us = excluded.best_us, best_baseline_us = excluded.best_baseline_us"));
+  s.BindText(job_id).BindInt(problem_id).BindInt(p.candidates_tried());
+  s.BindTextOrNull(p.best_candidate_id()).BindReal(p.best_us()).BindReal(p.best_baseline_us());
+  return s.Run();
+}
+
+absl::Status TouchJob(Db& db, const std::string& job_id, int64_t now) {
+  STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare("UPDATE jobs SET updated_at = ? WHERE id = ?"));
+  s.BindInt(now).BindText(job_id);
+  return s.Run();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> JobExists(Db& db, const std::string& job_id) {
+  STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT 1 FROM jobs WHERE id = ?"));
+  s.BindText(job_id);
+  return s.Step();
+}
+
+}  // namespace store_internal
+
+absl::Status Store::CreateJob(const std::string& job_id, const v1::OptimizeKernelRequest& request) {
+  if (job_id.empty()) return absl::InvalidArgumentError("job id is empty");
+  STORE_ASSIGN_OR_RETURN(std::string json, store_internal::MessageJson(request));
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("INSERT INTO jobs (id, state, request, created_at, updated_at, error) "
+                           "VALUES (?, ?, ?, ?, ?, '')"));
+  const int64_t now = Now();
+  s.BindText(job_id).BindText(store_internal::JobStateText(v1::JOB_STATE_QUEUED)).BindText(json);
+  s.BindInt(now).BindInt(now);
+  return WithContext(s.Run(), absl::StrCat("creating job ", job_id));
+}
+
+absl::Status Store::UpdateJobState(const std::string& job_id, v1::JobState state,
+                                   const std::string& error) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE jobs SET state = ?, error = ?, updated_at = ? WHERE id = ?"));
+  s.BindText(store_internal::JobStateText(state)).BindText(error).BindInt(Now()).BindText(job_id);
+  STORE_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() == 0) return store_internal::NoJob(job_id);
+  return absl::OkStatus();
+}
+
+absl::Status Store::UpdateJobProblem(const std::string& job_id,
+                                     const v1::ProblemProgress& progress) {
+  absl::MutexLock lock(&mu_);
+  Transaction txn(*db_);
+  STORE_RETURN_IF_ERROR(txn.Begin());
+  STORE_ASSIGN_OR_RETURN(bool found, store_internal::JobExists(*db_, job_id));
+  if (!found) return store_internal::NoJob(job_id);
+  STORE_ASSIGN_OR_RETURN(int64_t problem_id,
+                         store_internal::UpsertProblemRow(*db_, progress.problem()));
+  STORE_RETURN_IF_ERROR(
+      WithContext(store_internal::UpsertJobProblem(*db_, job_id, problem_id, progress),
+                  absl::StrCat("updating job ", job_id)));
+  STORE_RETURN_IF_ERROR(store_internal::TouchJob(*db_, job_id, Now()));
+  return txn.Commit();
+}
+
+absl::StatusOr<v1::Job> Store::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(std::optional<v1::Job> job, store_internal::LoadJob(*db_, job_id));
+  if (!job.has_value()) return store_internal::NoJob(job_id);
+  return *std::move(job);
+}
+
+absl::StatusOr<v1::OptimizeKernelRequest> Store::GetJobRequest(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT request FROM jobs WHERE id = ?"));
+  s.BindText(job_id);
+  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return store_internal::NoJob(job_id);
+  v1::OptimizeKernelRequest request;
+  STORE_RETURN_IF_ERROR(store_internal::ParseMessageJson(s.Text(0), &request));
+  return request;
+}
+
+absl::StatusOr<std::vector<v1::Job>> Store::ListJobs(int limit, v1::JobState state) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ids;
+  {
+    STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id FROM jobs WHERE ?1 = '' OR state = ?1 "
+                                                "ORDER BY created_at DESC, rowid DESC LIMIT ?2"));
+    s.BindText(state == v1::JOB_STATE_UNSPECIFIED ? "" : store_internal::JobStateText(state));
+    s.BindInt(limit > 0 ? limit : 100);
+    while (true) {
+      STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      ids.push_back(s.Text(0));
+    }
+  }
+  std::vector<v1::Job> jobs;
+  for (const std::string& id : ids) {
+    STORE_ASSIGN_OR_RETURN(std::optional<v1::Job> job, store_internal::LoadJob(*db_, id));
+    if (job.has_value()) jobs.push_back(*std::move(job));
+  }
+  return jobs;
+}
+
+absl::Status Store::UpsertWorker(const WorkerRecord& w) {
+  if (w.id.empty()) return absl::InvalidArgumentError("worker id is empty");
+  google::protobuf::RepeatedPtrField<v1::GpuInfo> gpus(w.gpus.begin(), w.gpus.end());
+  STORE_ASSIGN_OR_RETURN(std::string gpus_json, store_internal::MessageListJson(gpus));
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s,
+      db_->Prepare("INSERT INTO workers (id, hostname, gpus, build_jobs, versions, "
+                   "registered_at, last_heartbeat_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, "
+                   "gpus = excluded.gpus, build_jobs = excluded.build_jobs, "
+                   "versions = excluded.versions, "
+                   "last_heartbeat_at = excluded.last_heartbeat_at, state = excluded.state"));
+  const int64_t now = Now();
+  s.BindText(w.id).BindText(w.hostname).BindText(gpus_json).BindInt(w.build_jobs);
+  s.BindText(w.versions).BindInt(w.registered_unix_ms != 0 ? w.registered_unix_ms : now);
+  s.BindInt(now).BindText(w.state);
+  return WithContext(s.Run(), absl::StrCat("storing worker ", w.id));
+}
+
+absl::Status Store::RecordHeartbeat(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(Stmt s,
+                         db_->Prepare("UPDATE workers SET last_heartbeat_at = ? WHERE id = ?"));
+  s.BindInt(Now()).BindText(worker_id);
+  STORE_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> Store::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, hostname, gpus, build_jobs, versions, "
+                                              "registered_at, last_heartbeat_at, state "
+                                              "FROM workers ORDER BY id"));
+  std::vector<WorkerRecord> workers;
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return workers;
+    WorkerRecord& w = workers.emplace_back();
+    w.id = s.Text(0);
+    w.hostname = s.Text(1);
+    STORE_RETURN_IF_ERROR(
+        store_internal::ParseMessageListJson(s.Text(2), [&w] { return &w.gpus.emplace_back(); }));
+    w.build_jobs = static_cast<int32_t>(s.Int(3));
+    w.versions = s.Text(4);
+    w.registered_unix_ms = s.Int(5);
+    w.last_heartbeat_unix_ms = s.Int(6);
+    w.state = s.Text(7);
+  }
+}
+
+}  // namespace anvil

@@ -1,0 +1,215 @@
+// Store: read-side queries: best kernels, search history, exemplars.
+// Ranking uses the partial indexes measurements_passed_<figure>
+// (problem_id, <figure>_median_us) WHERE verdict = 'passed'; the queries
+// repeat that literal condition so SQLite can use them.
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "store/codec.h"
+#include "store/internal.h"
+#include "store/store.h"
+
+namespace anvil {
+
+using store_internal::Db;
+using store_internal::Detail;
+using store_internal::Stmt;
+
+namespace store_internal {
+namespace {
+
+// A Kernel from a measurement: its candidate and the build that made it.
+absl::StatusOr<v1::Kernel> MakeKernel(Db& db, StoredMeasurement stored) {
+  v1::Kernel kernel;
+  const std::string& candidate_id = stored.measurement.candidate_id();
+  STORE_ASSIGN_OR_RETURN(std::optional<v1::Candidate> candidate, LoadCandidate(db, candidate_id));
+  if (!candidate.has_value() && stored.id == 0) {
+    return absl::NotFoundError(absl::StrCat("no candidate ", candidate_id));
+  }
+  if (!candidate.has_value()) {
+    return absl::DataLossError(absl::StrCat("measurement ", stored.id, " names candidate ",
+                                            candidate_id, " which is not stored"));
+  }
+  *kernel.mutable_candidate() = *std::move(candidate);
+  STORE_ASSIGN_OR_RETURN(std::optional<v1::Build> build,
+                         LoadLatestBuild(db, candidate_id, /*prefer_passed=*/true));
+  if (build.has_value()) *kernel.mutable_build() = *std::move(build);
+  *kernel.mutable_measurement() = std::move(stored.measurement);
+  return kernel;
+}
+
+// Steps through a MeasurementSelect() statement, keeping the first row of
+// each candidate not in `skip`, up to n rows.
+absl::StatusOr<std::vector<Exemplar>> DistinctCandidates(Db& db, Stmt& stmt, int n,
+                                                         std::unordered_set<std::string>* skip) {
+  std::vector<Exemplar> out;
+  while (static_cast<int>(out.size()) < n) {
+    STORE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    if (!skip->insert(stmt.Text(kMeasurementCandidateColumn)).second) continue;
+    Exemplar& e = out.emplace_back();
+    STORE_ASSIGN_OR_RETURN(e.measurement, ReadMeasurementRow(db, stmt, Detail::kBaselines));
+  }
+  return out;
+}
+
+// The measurement GetKernel attaches (see store.h), or nullopt.
+absl::StatusOr<std::optional<StoredMeasurement>> CandidateMeasurement(
+    Db& db, const std::string& candidate_id, std::optional<int64_t> problem_id,
+    const std::string& column) {
+  std::string where = "WHERE m.candidate_id = ? AND m.verdict = 'passed' ";
+  std::string sql =
+      problem_id.has_value()
+          ? absl::StrCat(MeasurementSelect(), where, "AND m.problem_id = ? AND m.", column,
+                         " IS NOT NULL ORDER BY m.verified DESC, m.", column, ", m.id LIMIT 1")
+          : absl::StrCat(MeasurementSelect(), where,
+                         "ORDER BY m.verified DESC, m.measured_at DESC, m.id DESC LIMIT 1");
+  STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
+  s.BindText(candidate_id);
+  if (problem_id.has_value()) s.BindInt(*problem_id);
+  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<StoredMeasurement>();
+  STORE_ASSIGN_OR_RETURN(StoredMeasurement m, ReadMeasurementRow(db, s, Detail::kFull));
+  return std::optional<StoredMeasurement>(std::move(m));
+}
+
+absl::Status AttachCandidates(Db& db, std::vector<Exemplar>* exemplars) {
+  for (Exemplar& e : *exemplars) {
+    const std::string& id = e.measurement.measurement.candidate_id();
+    STORE_ASSIGN_OR_RETURN(std::optional<v1::Candidate> candidate, LoadCandidate(db, id));
+    if (candidate.has_value()) e.candidate = *std::move(candidate);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace store_internal
+
+absl::StatusOr<std::optional<v1::Kernel>> Store::BestKernel(const v1::Problem& problem,
+                                                            const std::string& figure) {
+  STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
+                         store_internal::FindProblemId(*db_, problem));
+  if (!problem_id.has_value()) return std::optional<v1::Kernel>();
+  std::optional<StoredMeasurement> best;
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare(absl::StrCat(
+                    store_internal::MeasurementSelect(),
+                    "WHERE m.problem_id = ? AND m.verdict = 'passed' AND m.verified = 1 AND m.",
+                    column, " IS NOT NULL ORDER BY m.", column, ", m.id LIMIT 1")));
+    s.BindInt(*problem_id);
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<v1::Kernel>();
+    STORE_ASSIGN_OR_RETURN(best, store_internal::ReadMeasurementRow(*db_, s, Detail::kFull));
+  }
+  STORE_ASSIGN_OR_RETURN(v1::Kernel kernel, store_internal::MakeKernel(*db_, *std::move(best)));
+  return std::optional<v1::Kernel>(std::move(kernel));
+}
+
+absl::StatusOr<std::vector<v1::Kernel>> Store::ListBestKernels(const std::string& gpu,
+                                                               v1::Layout layout,
+                                                               const std::string& figure,
+                                                               int limit) {
+  STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
+  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> best_ids;
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare(absl::StrCat(
+                    "SELECT (SELECT m.id FROM measurements m WHERE m.problem_id = p.id AND "
+                    "m.verdict = 'passed' AND m.verified = 1 AND m.",
+                    column, " IS NOT NULL ORDER BY m.", column,
+                    ", m.id LIMIT 1) FROM problems p WHERE (?1 = '' OR p.gpu = ?1) AND "
+                    "(?2 = '' OR p.layout = ?2) ORDER BY p.gpu, p.arch, p.m, p.n, p.k, p.layout")));
+    s.BindText(gpu).BindText(store_internal::LayoutText(layout));
+    const size_t max_rows = limit > 0 ? static_cast<size_t>(limit) : 100;
+    while (best_ids.size() < max_rows) {  // problems without a verified winner are NULL
+      STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      if (!s.IsNull(0)) best_ids.push_back(s.Int(0));
+    }
+  }
+  std::vector<v1::Kernel> kernels;
+  for (int64_t id : best_ids) {
+    STORE_ASSIGN_OR_RETURN(std::optional<StoredMeasurement> m,
+                           store_internal::LoadMeasurement(*db_, id, Detail::kFull));
+    if (!m.has_value()) continue;
+    STORE_ASSIGN_OR_RETURN(v1::Kernel kernel, store_internal::MakeKernel(*db_, *std::move(m)));
+    kernels.push_back(std::move(kernel));
+  }
+  return kernels;
+}
+
+absl::StatusOr<v1::Kernel> Store::GetKernel(const std::string& candidate_id,
+                                            const std::optional<v1::Problem>& problem,
+                                            const std::string& figure) {
+  STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
+  absl::MutexLock lock(&mu_);
+  std::optional<int64_t> problem_id;
+  if (problem.has_value()) {
+    STORE_ASSIGN_OR_RETURN(problem_id, store_internal::FindProblemId(*db_, *problem));
+  }
+  std::optional<StoredMeasurement> chosen;
+  if (!problem.has_value() || problem_id.has_value()) {
+    STORE_ASSIGN_OR_RETURN(
+        chosen, store_internal::CandidateMeasurement(*db_, candidate_id, problem_id, column));
+  }
+  if (chosen.has_value()) return store_internal::MakeKernel(*db_, *std::move(chosen));
+  StoredMeasurement none;
+  none.measurement.set_candidate_id(candidate_id);
+  STORE_ASSIGN_OR_RETURN(v1::Kernel kernel, store_internal::MakeKernel(*db_, std::move(none)));
+  kernel.clear_measurement();
+  return kernel;
+}
+
+absl::StatusOr<std::vector<StoredMeasurement>> Store::SearchHistory(
+    const v1::Problem& problem, const std::optional<std::string>& job_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
+                         store_internal::FindProblemId(*db_, problem));
+  std::vector<StoredMeasurement> history;
+  if (!problem_id.has_value()) return history;
+  static const std::string kAll = absl::StrCat(
+      store_internal::MeasurementSelect(), "WHERE m.problem_id = ? ORDER BY m.measured_at, m.id");
+  static const std::string kJob =
+      absl::StrCat(store_internal::MeasurementSelect(),
+                   "WHERE m.job_id = ? AND m.problem_id = ? ORDER BY m.measured_at, m.id");
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(job_id.has_value() ? kJob : kAll));
+  if (job_id.has_value()) s.BindText(*job_id);
+  s.BindInt(*problem_id);
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return history;
+    STORE_ASSIGN_OR_RETURN(StoredMeasurement m,
+                           store_internal::ReadMeasurementRow(*db_, s, Detail::kBaselines));
+    history.push_back(std::move(m));
+  }
+}
+
+absl::StatusOr<ExemplarSet> Store::Exemplars(const v1::Problem& problem, const std::string& figure,
+                                             int n) {
+  STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
+  absl::MutexLock lock(&mu_);
+  ExemplarSet set;
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
+                         store_internal::FindProblemId(*db_, problem));
+  if (!problem_id.has_value() || n <= 0) return set;
+  std::unordered_set<std::string> seen;
+  for (const char* order : {"ASC", "DESC"}) {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare(absl::StrCat(store_internal::MeasurementSelect(),
+                                          "WHERE m.problem_id = ? AND m.verdict = 'passed' AND m.",
+                                          column, " IS NOT NULL ORDER BY m.", column, " ", order,
+                                          ", m.id ", order)));
+    s.BindInt(*problem_id);
+    std::vector<Exemplar>& out = order[0] == 'A' ? set.fastest : set.slowest;
+    STORE_ASSIGN_OR_RETURN(out, store_internal::DistinctCandidates(*db_, s, n, &seen));
+  }
+  STORE_RETURN_IF_ERROR(store_internal::AttachCandidates(*db_, &set.fastest));
+  STORE_RETURN_IF_ERROR(store_internal::AttachCandidates(*db_, &set.slowest));
+  return set;
+}
+
+}  // namespace anvil

@@ -1,0 +1,288 @@
+#include "store/schema.h"
+
+#include <sys/stat.h>
+
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace anvil::store_internal {
+namespace {
+
+// Columns of one TimingStats (NULL when the figure was not measured).
+#define STORE_STATS_DDL(f)                                                         \
+  f "_median_us REAL, " f "_min_us REAL, " f "_p90_us REAL, " f "_spread REAL, " f \
+    "_samples INTEGER, "
+// Columns of one Timings: the four figures and the first call.
+#define STORE_TIMINGS_DDL   \
+  STORE_STATS_DDL("device") \
+  STORE_STATS_DDL("cold") STORE_STATS_DDL("warm") STORE_STATS_DDL("call") "first_call_us REAL, "
+
+// Migration steps. A released step is never edited: change the schema by
+// appending a step (ALTER TABLE, new tables, data fixes).
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+constexpr const char kSchemaV1[] =
+    "PRAGMA application_id = 1097758316;"  // kApplicationId, "Anvl"
+    "CREATE TABLE problems ("
+    "  id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, arch TEXT NOT NULL,"
+    "  m INTEGER NOT NULL CHECK (m >= 1), n INTEGER NOT NULL CHECK (n >= 1),"
+    "  k INTEGER NOT NULL CHECK (k >= 1), layout TEXT NOT NULL, dtype TEXT NOT NULL,"
+    "  UNIQUE (gpu, arch, m, n, k, layout, dtype));"
+    "CREATE TABLE candidates ("
+    "  id TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL,"
+    "  params TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params)),"
+    "  proposer TEXT NOT NULL, family TEXT NOT NULL, layout TEXT NOT NULL,"
+    "  flags TEXT NOT NULL, arch TEXT NOT NULL, created_at INTEGER NOT NULL);"
+    "CREATE INDEX candidates_family ON candidates (family);"
+    "CREATE TABLE candidate_parents ("
+    "  candidate_id TEXT NOT NULL REFERENCES candidates (id) ON DELETE CASCADE,"
+    "  position INTEGER NOT NULL, parent_id TEXT NOT NULL,"
+    "  PRIMARY KEY (candidate_id, position)) WITHOUT ROWID;"
+    "CREATE INDEX candidate_parents_parent ON candidate_parents (parent_id);"
+    "CREATE TABLE builds ("
+    "  id INTEGER PRIMARY KEY,"
+    "  candidate_id TEXT NOT NULL REFERENCES candidates (id) ON DELETE CASCADE,"
+    "  cache_key TEXT NOT NULL, verdict TEXT NOT NULL, flags TEXT NOT NULL,"
+    "  nvcc_version TEXT NOT NULL, arch TEXT NOT NULL,"
+    "  usage TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(usage)),"
+    "  error TEXT NOT NULL, seconds REAL NOT NULL, cache_hit INTEGER NOT NULL,"
+    "  artifact TEXT NOT NULL, created_at INTEGER NOT NULL);"
+    "CREATE INDEX builds_candidate ON builds (candidate_id, id);"
+    "CREATE INDEX builds_cache_key ON builds (cache_key, id);"
+    "CREATE TABLE jobs ("
+    "  id TEXT PRIMARY KEY, state TEXT NOT NULL,"
+    "  request TEXT NOT NULL CHECK (json_valid(request)),"
+    "  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+    "  error TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX jobs_created ON jobs (created_at);"
+    "CREATE TABLE job_problems ("
+    "  id INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,"
+    "  problem_id INTEGER NOT NULL REFERENCES problems (id),"
+    "  candidates_tried INTEGER NOT NULL DEFAULT 0,"
+    "  best_candidate_id TEXT REFERENCES candidates (id),"
+    "  best_us REAL NOT NULL DEFAULT 0, best_baseline_us REAL NOT NULL DEFAULT 0,"
+    "  UNIQUE (job_id, problem_id));"
+    "CREATE TABLE measurements ("
+    "  id INTEGER PRIMARY KEY,"
+    "  candidate_id TEXT NOT NULL REFERENCES candidates (id),"
+    "  problem_id INTEGER NOT NULL REFERENCES problems (id),"
+    "  job_id TEXT REFERENCES jobs (id),"
+    "  verdict TEXT NOT NULL, reason TEXT NOT NULL, detail TEXT NOT NULL,"
+    "  rel_err REAL NOT NULL, exact_max_abs_err REAL NOT NULL, " STORE_TIMINGS_DDL
+    "  sol_us REAL NOT NULL, efficiency REAL NOT NULL,"
+    "  graph_capturable INTEGER NOT NULL, kernels_per_call INTEGER NOT NULL,"
+    "  kernel_names TEXT NOT NULL CHECK (json_valid(kernel_names)),"
+    "  streams_per_call INTEGER NOT NULL, workspace_bytes INTEGER NOT NULL,"
+    "  profile TEXT NOT NULL CHECK (json_valid(profile)),"
+    "  gpu_uuid TEXT NOT NULL, worker TEXT NOT NULL, measured_at INTEGER NOT NULL,"
+    "  seconds REAL NOT NULL, versions TEXT NOT NULL,"
+    "  verified INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
+    "CREATE INDEX measurements_history ON measurements (problem_id, measured_at);"
+    "CREATE INDEX measurements_job ON measurements (job_id, problem_id, measured_at)"
+    "  WHERE job_id IS NOT NULL;"
+    "CREATE INDEX measurements_candidate ON measurements (candidate_id);"
+    "CREATE INDEX measurements_passed_device ON measurements (problem_id, device_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE INDEX measurements_passed_cold ON measurements (problem_id, cold_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE INDEX measurements_passed_warm ON measurements (problem_id, warm_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE INDEX measurements_passed_call ON measurements (problem_id, call_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE TABLE baselines ("
+    "  id INTEGER PRIMARY KEY,"
+    "  measurement_id INTEGER NOT NULL REFERENCES measurements (id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL, " STORE_TIMINGS_DDL
+    "  rel_err REAL NOT NULL, kernels TEXT NOT NULL, algo_index INTEGER NOT NULL);"
+    "CREATE INDEX baselines_measurement ON baselines (measurement_id);"
+    "CREATE TABLE samples ("
+    "  measurement_id INTEGER NOT NULL REFERENCES measurements (id) ON DELETE CASCADE,"
+    "  baseline_id INTEGER REFERENCES baselines (id) ON DELETE CASCADE,"
+    "  device_us BLOB, cold_us BLOB, warm_us BLOB, call_us BLOB);"
+    "CREATE INDEX samples_measurement ON samples (measurement_id);"
+    "CREATE TABLE rewards ("
+    "  id INTEGER PRIMARY KEY,"
+    "  measurement_id INTEGER REFERENCES measurements (id),"
+    "  candidate_id TEXT NOT NULL REFERENCES candidates (id),"
+    "  problem_id INTEGER REFERENCES problems (id), job_id TEXT REFERENCES jobs (id),"
+    "  value REAL NOT NULL, kind TEXT NOT NULL, figure TEXT NOT NULL,"
+    "  details TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(details)),"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE INDEX rewards_job ON rewards (job_id, id);"
+    "CREATE INDEX rewards_measurement ON rewards (measurement_id);"
+    "CREATE TABLE workers ("
+    "  id TEXT PRIMARY KEY, hostname TEXT NOT NULL,"
+    "  gpus TEXT NOT NULL CHECK (json_valid(gpus)), build_jobs INTEGER NOT NULL,"
+    "  versions TEXT NOT NULL, registered_at INTEGER NOT NULL,"
+    "  last_heartbeat_at INTEGER NOT NULL, state TEXT NOT NULL);"
+    "CREATE TABLE llm_exchanges ("
+    "  id INTEGER PRIMARY KEY, job_id TEXT REFERENCES jobs (id),"
+    "  problem_id INTEGER REFERENCES problems (id), candidate_id TEXT,"
+    "  model TEXT NOT NULL, endpoint TEXT NOT NULL, prompt TEXT NOT NULL,"
+    "  response TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+    "  completion_tokens INTEGER NOT NULL, latency_ms REAL NOT NULL,"
+    "  error TEXT NOT NULL, created_at INTEGER NOT NULL);"
+    "CREATE INDEX llm_exchanges_job ON llm_exchanges (job_id, id);"
+    "CREATE INDEX llm_exchanges_candidate ON llm_exchanges (candidate_id);"
+    "CREATE TABLE lt_algo_cache ("
+    "  problem_id INTEGER NOT NULL REFERENCES problems (id),"
+    "  cublas_version TEXT NOT NULL, algo BLOB NOT NULL, measured_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (problem_id, cublas_version)) WITHOUT ROWID;";
+
+constexpr Migration kMigrations[] = {
+    {1, kSchemaV1},
+};
+
+struct Header {
+  int64_t application_id = 0;
+  int64_t user_version = 0;
+  int64_t user_tables = 0;
+};
+
+absl::Status CheckPath(const std::string& path, const StoreOptions& options) {
+  if (path.empty() || path == ":memory:" || path.front() == ':') {
+    return absl::InvalidArgumentError("the store needs a file path");
+  }
+  struct stat st;
+  bool exists = stat(path.c_str(), &st) == 0;
+  if (!exists && (options.read_only || !options.create_if_missing)) {
+    return absl::NotFoundError(absl::StrCat("no Anvil database at ", path));
+  }
+  if (exists && S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is a directory, not a database"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Header> ReadHeader(Db& db) {
+  Header header;
+  STORE_ASSIGN_OR_RETURN(header.application_id, db.QueryInt("PRAGMA application_id"));
+  STORE_ASSIGN_OR_RETURN(header.user_version, db.QueryInt("PRAGMA user_version"));
+  STORE_ASSIGN_OR_RETURN(
+      header.user_tables,
+      db.QueryInt("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"));
+  return header;
+}
+
+absl::Status NewerSchemaError(int64_t version) {
+  return absl::FailedPreconditionError(absl::StrCat("database schema version ", version,
+                                                    " is newer than this Anvil (knows up to ",
+                                                    LatestSchemaVersion(), "); upgrade Anvil"));
+}
+
+absl::Status CheckIdentity(const std::string& path, const Header& h, bool read_only) {
+  if (h.application_id != 0 && h.application_id != kApplicationId) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is an SQLite database of another application (application_id ",
+                     h.application_id, "), not an Anvil database"));
+  }
+  if (h.user_version > LatestSchemaVersion()) return NewerSchemaError(h.user_version);
+  if (h.user_version == 0 && h.user_tables > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path,
+                     " is an SQLite database without an Anvil schema (it has tables but "
+                     "user_version 0); not an Anvil database"));
+  }
+  if (read_only && h.user_version == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path,
+                     " has no Anvil schema (user_version 0); it is empty or not an "
+                     "Anvil database"));
+  }
+  if (read_only && h.user_version < LatestSchemaVersion()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " has schema version ", h.user_version, " but this Anvil reads version ",
+        LatestSchemaVersion(), "; open it read-write once (e.g. start the server) to migrate"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuickCheck(Db& db, const std::string& path) {
+  STORE_ASSIGN_OR_RETURN(std::string result, db.QueryText("PRAGMA quick_check"));
+  if (result == "ok") return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path, " is corrupt (PRAGMA quick_check: ", result,
+                                          "); restore it from a backup"));
+}
+
+absl::Status SetWritePragmas(Db& db, const StoreOptions& options) {
+  STORE_ASSIGN_OR_RETURN(std::string mode, db.QueryText("PRAGMA journal_mode = WAL"));
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat("cannot use WAL journal on ", db.path(),
+                                                      " (got '", mode,
+                                                      "'); is it on a network filesystem?"));
+  }
+  STORE_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  if (options.max_page_count > 0) {
+    STORE_RETURN_IF_ERROR(
+        db.QueryInt(absl::StrCat("PRAGMA max_page_count = ", options.max_page_count)).status());
+  }
+  return absl::OkStatus();
+}
+
+// Applies every step newer than the stored version, one transaction each.
+// The version is re-read inside the transaction: another process may have
+// migrated meanwhile.
+absl::StatusOr<int> Migrate(Db& db) {
+  int version = 0;
+  for (const Migration& step : kMigrations) {
+    Transaction txn(db);
+    STORE_RETURN_IF_ERROR(txn.Begin());
+    STORE_ASSIGN_OR_RETURN(int64_t current, db.QueryInt("PRAGMA user_version"));
+    if (current > LatestSchemaVersion()) return NewerSchemaError(current);
+    version = static_cast<int>(current);
+    if (step.version <= current) continue;
+    absl::Status status = db.Exec(step.sql);
+    if (status.ok()) status = db.Exec(absl::StrCat("PRAGMA user_version = ", step.version));
+    if (status.ok()) status = txn.Commit();
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("migrating ", db.path(), " to schema version ", step.version,
+                                       ": ", status.message()));
+    }
+    version = step.version;
+  }
+  return version;
+}
+
+absl::Status Annotate(const absl::Status& status, const std::string& path) {
+  if (absl::IsDataLoss(status)) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not an Anvil database or is corrupt (", status.message(), ")"));
+  }
+  return status;
+}
+
+}  // namespace
+
+int LatestSchemaVersion() { return kMigrations[std::size(kMigrations) - 1].version; }
+
+absl::StatusOr<OpenedDb> OpenDatabase(const std::string& path, const StoreOptions& options) {
+  STORE_RETURN_IF_ERROR(CheckPath(path, options));
+  int flags = options.read_only
+                  ? SQLITE_OPEN_READONLY
+                  : SQLITE_OPEN_READWRITE | (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
+  STORE_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Db::Open(path, flags));
+  sqlite3_busy_timeout(db->raw(), options.busy_timeout_ms);
+  absl::StatusOr<Header> header = ReadHeader(*db);
+  if (!header.ok()) return Annotate(header.status(), path);
+  STORE_RETURN_IF_ERROR(CheckIdentity(path, *header, options.read_only));
+  if (options.quick_check) STORE_RETURN_IF_ERROR(QuickCheck(*db, path));
+  OpenedDb opened;
+  if (options.read_only) {
+    STORE_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = 1"));
+    opened.schema_version = static_cast<int>(header->user_version);
+  } else {
+    STORE_RETURN_IF_ERROR(SetWritePragmas(*db, options));
+    STORE_ASSIGN_OR_RETURN(opened.schema_version, Migrate(*db));
+  }
+  opened.db = std::move(db);
+  return opened;
+}
+
+}  // namespace anvil::store_internal

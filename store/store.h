@@ -1,0 +1,157 @@
+// Store: Anvil's SQLite database of problems, candidates, builds,
+// measurements, rewards, jobs, workers and LLM exchanges. It speaks anvil.v1
+// messages; nothing outside store/ writes SQL. Schema: store/SCHEMA.md.
+//
+// Thread-safety: a Store is safe to share between threads. It owns exactly
+// one SQLite connection, guarded by one mutex, so calls run one at a time.
+// Never open a second read-write Store on the same file (in this or another
+// process): SQLite 3.40 can corrupt a WAL database when two connections
+// write or checkpoint at once. Read-only opens (options.read_only) are for
+// other processes such as the CLI.
+//
+// Durability: WAL journal, synchronous=NORMAL. A committed call survives a
+// crash of the process; a power cut may lose the last commits but never
+// corrupts the file. Every call that writes several rows is one transaction:
+// it is stored whole or not at all, and a failed call loses nothing that was
+// already stored.
+//
+// Errors: NotFound (missing file or row), InvalidArgument (bad input,
+// foreign-key or check failure), AlreadyExists (conflicting row),
+// ResourceExhausted (disk or database full), Unavailable (database busy),
+// DataLoss (corrupt or not a database), FailedPrecondition (wrong schema
+// version, read-only store).
+#ifndef ANVIL_STORE_STORE_H_
+#define ANVIL_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/records.h"
+
+namespace anvil {
+
+namespace store_internal {
+class Db;
+}  // namespace store_internal
+
+struct StoreOptions {
+  bool create_if_missing = true;  // create the file and schema when absent
+  bool read_only = false;         // no writes, no migrations (for the CLI)
+  int busy_timeout_ms = 5000;     // wait this long for another process's lock
+  bool quick_check = true;        // run PRAGMA quick_check on open
+  int64_t max_page_count = 0;     // cap on database pages; 0: SQLite's default
+  // Clock for created_at/updated_at stamps (ms since epoch); null: system clock.
+  std::function<int64_t()> now_unix_ms;
+};
+
+class Store {
+ public:
+  using Options = StoreOptions;
+
+  // Opens (and creates or migrates, unless read-only) the database at path.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const Options& options = Options());
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int SchemaVersion() const { return schema_version_; }  // PRAGMA user_version
+  static int LatestSchemaVersion();                      // what this code knows
+  const std::string& path() const { return path_; }
+
+  // Problems, candidates, builds.
+  absl::StatusOr<int64_t> UpsertProblem(const v1::Problem& problem);
+  // Idempotent on candidate.id; AlreadyExists if the id is stored with another source.
+  absl::Status PutCandidate(const v1::Candidate& candidate);
+  absl::StatusOr<v1::Candidate> GetCandidate(const std::string& id);
+  absl::StatusOr<int64_t> PutBuild(const v1::Build& build);  // REQUIRES: candidate stored
+  absl::StatusOr<std::optional<v1::Build>> LatestBuild(const std::string& candidate_id);
+  absl::StatusOr<std::optional<v1::Build>> FindBuildByCacheKey(const std::string& cache_key);
+
+  // Measurements. One transaction for all rows; ids[i] answers measurements[i].
+  // REQUIRES: every candidate (and the job, when given) stored.
+  absl::StatusOr<std::vector<int64_t>> PutMeasurements(
+      std::span<const v1::Measurement> measurements,
+      const std::optional<std::string>& job_id = std::nullopt);
+  absl::StatusOr<int64_t> PutMeasurement(const v1::Measurement& measurement,
+                                         const std::optional<std::string>& job_id = std::nullopt);
+  absl::StatusOr<StoredMeasurement> GetMeasurement(int64_t id);  // with samples
+  absl::Status MarkVerified(int64_t measurement_id);
+  absl::StatusOr<int64_t> PutReward(const Reward& reward);
+  absl::StatusOr<std::vector<Reward>> ListRewards(const std::string& job_id);
+
+  // Jobs. CreateJob stores the request in state QUEUED; per-problem rows come
+  // from UpdateJobProblem (keyed by job and problem, in first-update order).
+  absl::Status CreateJob(const std::string& job_id, const v1::OptimizeKernelRequest& request);
+  absl::Status UpdateJobState(const std::string& job_id, v1::JobState state,
+                              const std::string& error = "");
+  absl::Status UpdateJobProblem(const std::string& job_id, const v1::ProblemProgress& progress);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  absl::StatusOr<v1::OptimizeKernelRequest> GetJobRequest(const std::string& job_id);
+  // Newest first; state UNSPECIFIED lists every state.
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(int limit = 100,
+                                                v1::JobState state = v1::JOB_STATE_UNSPECIFIED);
+
+  // Workers.
+  absl::Status UpsertWorker(const WorkerRecord& worker);
+  absl::Status RecordHeartbeat(const std::string& worker_id);
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers();
+
+  // LLM exchanges (training-data export) and the cuBLASLt algorithm cache.
+  absl::StatusOr<int64_t> PutLlmExchange(const LlmExchange& exchange);
+  absl::StatusOr<std::vector<LlmExchange>> ListLlmExchanges(const std::string& job_id);
+  absl::StatusOr<std::optional<LtAlgo>> GetLtAlgo(const v1::Problem& problem,
+                                                  const std::string& cublas_version);
+  absl::Status PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
+                         const LtAlgo& algo);
+
+  // Queries. figure: "device", "warm", "cold" or "call".
+  // The fastest PASSED and verified measurement on the problem, with its
+  // candidate and build (samples included); nullopt when there is none.
+  absl::StatusOr<std::optional<v1::Kernel>> BestKernel(const v1::Problem& problem,
+                                                       const std::string& figure);
+  // BestKernel for every problem matching the filters (empty gpu, LAYOUT_UNSPECIFIED:
+  // any), ordered by gpu, arch, M, N, K, layout. limit <= 0 means 100.
+  absl::StatusOr<std::vector<v1::Kernel>> ListBestKernels(const std::string& gpu, v1::Layout layout,
+                                                          const std::string& figure, int limit);
+  // A candidate with its build and one measurement: its fastest PASSED one on
+  // `problem` (verified first), or without a problem its latest verified
+  // PASSED one (else latest PASSED). NotFound for an unknown candidate; the
+  // measurement is left empty when none matches.
+  absl::StatusOr<v1::Kernel> GetKernel(const std::string& candidate_id,
+                                       const std::optional<v1::Problem>& problem,
+                                       const std::string& figure = "device");
+  // Measurements on a problem (of one job, when given) in measured_at order,
+  // with baselines, without sample_us.
+  absl::StatusOr<std::vector<StoredMeasurement>> SearchHistory(
+      const v1::Problem& problem, const std::optional<std::string>& job_id = std::nullopt);
+  // Up to n fastest and n slowest PASSED candidates (see ExemplarSet).
+  absl::StatusOr<ExemplarSet> Exemplars(const v1::Problem& problem, const std::string& figure,
+                                        int n);
+  absl::StatusOr<int64_t> CountMeasurements(const v1::Problem& problem);
+  absl::StatusOr<StoreCounts> Counts();
+
+ private:
+  Store(std::string path, Options options, std::unique_ptr<store_internal::Db> db,
+        int schema_version);
+  int64_t Now() const;
+
+  const std::string path_;
+  const Options options_;
+  const int schema_version_;
+  absl::Mutex mu_;
+  std::unique_ptr<store_internal::Db> db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_STORE_STORE_H_

@@ -1,0 +1,53 @@
+// Builder: compiles candidates with nvcc, each in its own sandboxed process
+// bounded in time and memory, into shared objects exporting the candidate ABI.
+// Checks the source policy first, parses the ptxas report, trims compile
+// errors, and serves repeated builds from a content-addressed cache.
+// Thread-safe: Build may be called from many threads; BuildAll runs up to
+// Options::jobs compiles at once.
+#ifndef ANVIL_WORKER_BUILDER_H_
+#define ANVIL_WORKER_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "anvil/v1/types.pb.h"
+#include "worker/build_cache.h"
+#include "worker/toolchain.h"
+
+namespace anvil {
+
+struct BuilderOptions {
+  Toolchain toolchain;
+  std::string cache_dir;                          // build cache root (created)
+  std::string scratch_dir = "/tmp";               // parent of per-build scratch dirs
+  int jobs = 2;                                   // parallel nvcc processes in BuildAll
+  absl::Duration timeout = absl::Seconds(240);    // wall clock per compile
+  int64_t address_space_bytes = int64_t(16) << 30;  // RLIMIT_AS for nvcc
+  bool isolate = true;                            // namespaces where the node allows
+};
+
+class Builder {
+ public:
+  explicit Builder(BuilderOptions options);
+
+  // The full nvcc flag list for `c` (arch, layout macro, knobs, includes).
+  // Fails with InvalidArgument for params or flags outside the allowlist.
+  absl::StatusOr<std::vector<std::string>> Flags(const v1::Candidate& c) const;
+  // Builds one candidate. A candidate's own failure (policy, compile error,
+  // timeout) is an OK Build with that verdict; non-OK means Anvil failed.
+  absl::StatusOr<v1::Build> Build(const v1::Candidate& c) const;
+  // results[i] answers candidates[i].
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates) const;
+
+ private:
+  absl::StatusOr<v1::Build> Compile(const v1::Candidate& c, const std::vector<std::string>& flags,
+                                    const std::string& key) const;
+  BuilderOptions options_;
+  BuildCache cache_;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_WORKER_BUILDER_H_

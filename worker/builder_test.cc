@@ -1,0 +1,113 @@
+// Builder against the real nvcc (no GPU needed): builds, caches, reports
+// compile errors and refuses what the policy forbids.
+#include "worker/builder.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "proto/candidate.h"
+#include "sandbox/sandbox.h"
+
+namespace anvil {
+namespace {
+
+constexpr char kKernel[] = R"(
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#ifndef ANVIL_SCALE
+#define ANVIL_SCALE 1
+#endif
+__global__ void gemm(const __half* A, const __half* B, __half* C, int M, int N, int K) {
+  int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= M || c >= N) return;
+  float acc = 0;
+  for (int k = 0; k < K; ++k) acc += __half2float(A[r * K + k]) * __half2float(B[c * K + k]);
+  C[r * N + c] = __float2half(acc * ANVIL_SCALE);
+}
+extern "C" size_t anvil_workspace_bytes(int, int, int) { return 0; }
+extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
+                          void*, cudaStream_t s) {
+  dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
+  gemm<<<grid, block, 0, s>>>(A, B, C, M, N, K);
+  return cudaGetLastError() != cudaSuccess;
+}
+)";
+
+class BuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Toolchain> t = Toolchain::Find();
+    if (!t.ok()) GTEST_SKIP() << "no nvcc here: " << t.status();
+    absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "builder-test-");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    BuilderOptions o;
+    o.toolchain = *t;
+    o.cache_dir = dir_->path() + "/cache";
+    o.scratch_dir = dir_->path();
+    builder_.emplace(o);
+  }
+  v1::Candidate Make(std::string source, std::string scale = "1") {
+    v1::Candidate c;
+    c.set_source(std::move(source));
+    c.set_layout(v1::LAYOUT_NT);
+    c.set_arch("sm_90");
+    (*c.mutable_params())["SCALE"] = scale;
+    AssignCandidateId(c);
+    return c;
+  }
+  std::optional<sandbox::ScratchDir> dir_;
+  std::optional<Builder> builder_;
+};
+
+TEST_F(BuilderTest, BuildsReportsUsageAndCaches) {
+  absl::StatusOr<v1::Build> b = builder_->Build(Make(kKernel));
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
+  EXPECT_FALSE(b->cache_hit());
+  EXPECT_TRUE(std::filesystem::exists(b->artifact()));
+  ASSERT_GE(b->usage_size(), 1);
+  EXPECT_GT(b->usage(0).registers(), 0);
+  EXPECT_NE(b->flags().find("-DANVIL_SCALE=1"), std::string::npos);
+  EXPECT_NE(b->flags().find("-DANVIL_LAYOUT_NT=1"), std::string::npos);
+  absl::StatusOr<v1::Build> again = builder_->Build(Make(kKernel + std::string("   \n")));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->cache_hit());
+  EXPECT_EQ(again->artifact(), b->artifact());
+}
+
+TEST_F(BuilderTest, CompileErrorsComeBackTrimmed) {
+  absl::StatusOr<v1::Build> b = builder_->Build(Make(std::string(kKernel) + "\nint broken = undefined_name;\n"));
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->verdict(), v1::VERDICT_COMPILE_ERROR);
+  EXPECT_NE(b->error().find("candidate.cu("), std::string::npos) << b->error();
+  EXPECT_NE(b->error().find("undefined_name"), std::string::npos) << b->error();
+  EXPECT_EQ(b->error().find(dir_->path()), std::string::npos) << "scratch path leaked";
+}
+
+TEST_F(BuilderTest, RefusesForbiddenFlagsParamsAndSources) {
+  v1::Candidate c = Make(kKernel);
+  c.set_flags("-Xcompiler -fplugin=/tmp/evil.so");
+  EXPECT_EQ(builder_->Build(c)->verdict(), v1::VERDICT_REJECTED);
+  v1::Candidate p = Make(kKernel, "1 -o /etc/passwd");
+  EXPECT_EQ(builder_->Build(p)->verdict(), v1::VERDICT_REJECTED);
+  v1::Candidate s = Make(std::string("#include <sys/socket.h>\n") + kKernel);
+  absl::StatusOr<v1::Build> b = builder_->Build(s);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->verdict(), v1::VERDICT_REJECTED);
+  EXPECT_NE(b->error().find("sys/socket.h"), std::string::npos) << b->error();
+}
+
+TEST_F(BuilderTest, BuildAllAnswersInOrder) {
+  std::vector<v1::Candidate> cs = {Make(kKernel, "2"), Make("this is not C++"), Make(kKernel, "3")};
+  std::vector<absl::StatusOr<v1::Build>> r = builder_->BuildAll(cs);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]->verdict(), v1::VERDICT_PASSED);
+  EXPECT_EQ(r[1]->verdict(), v1::VERDICT_COMPILE_ERROR);
+  EXPECT_EQ(r[2]->verdict(), v1::VERDICT_PASSED);
+  EXPECT_NE(r[0]->artifact(), r[2]->artifact());
+}
+
+}  // namespace
+}  // namespace anvil

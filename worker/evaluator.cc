@@ -1,0 +1,136 @@
+#include "worker/evaluator.h"
+
+#include <filesystem>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sandbox/sandbox.h"
+
+namespace anvil {
+namespace {
+
+std::string Tail(const std::string& s, size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+v1::Measurement FailedMeasurement(const v1::Candidate& c, const v1::Shape& shape,
+                                  v1::Layout layout, v1::Verdict verdict, std::string reason,
+                                  std::string detail) {
+  v1::Measurement m;
+  m.set_candidate_id(c.id());
+  *m.mutable_problem()->mutable_shape() = shape;
+  m.mutable_problem()->set_layout(layout);
+  m.mutable_problem()->set_dtype(v1::DTYPE_F16_F32ACC);
+  m.set_verdict(verdict);
+  m.set_reason(std::move(reason));
+  m.set_detail(std::move(detail));
+  return m;
+}
+
+}  // namespace
+
+struct Evaluator::Attempt {
+  std::vector<v1::Measurement> measurements;
+  std::vector<v1::LtAlgo> tuned;
+  std::optional<v1::RunnerInfo> info;
+  sandbox::Result result;
+};
+
+std::optional<v1::Ceilings> Evaluator::ceilings() const {
+  absl::MutexLock lock(&mu_);
+  return ceilings_;
+}
+
+absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& request) {
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(request, &json).ok()) {
+    return absl::InternalError("cannot encode the runner request");
+  }
+  absl::StatusOr<sandbox::ScratchDir> scratch =
+      sandbox::ScratchDir::Create(options_.scratch_dir, "anvil-run-");
+  if (!scratch.ok()) return scratch.status();
+  sandbox::Spec spec;
+  spec.argv = {options_.toolchain.runner};
+  spec.env = {"HOME=" + scratch->path(), "TMPDIR=" + scratch->path(), "LC_ALL=C"};
+  spec.env_passthrough = {"CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"};
+  spec.stdin_data = json;
+  spec.work_dir = scratch->path();
+  const std::string runner_dir =
+      std::filesystem::path(options_.toolchain.runner).parent_path().string();
+  spec.binds.push_back({std::filesystem::canonical(runner_dir + "/..").string(), "", false});
+  spec.binds.push_back({request.library(), "", false});
+  spec.binds.push_back({options_.toolchain.cuda_root, "", false});
+  spec.gpu = true;
+  spec.limits.wall_time = options_.startup_timeout + options_.problem_timeout * request.shapes_size();
+  spec.limits.memory_max_bytes = options_.memory_max_bytes;
+  spec.limits.output_cap_bytes = int64_t(64) << 20;
+  spec.isolation = options_.isolate ? sandbox::Isolation::kAuto : sandbox::Isolation::kNone;
+  absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
+  if (!run.ok()) return run.status();
+  Attempt a;
+  a.result = *run;
+  for (absl::string_view line : absl::StrSplit(run->stdout_text, '\n', absl::SkipEmpty())) {
+    v1::RunnerEvent e;
+    if (!google::protobuf::util::JsonStringToMessage(std::string(line), &e).ok()) continue;
+    if (e.has_measurement()) a.measurements.push_back(e.measurement());
+    if (e.has_lt_algo()) a.tuned.push_back(e.lt_algo());
+    if (e.has_info()) a.info = e.info();
+    if (e.has_ceilings()) {
+      absl::MutexLock lock(&mu_);
+      ceilings_ = e.ceilings();
+    }
+  }
+  return a;
+}
+
+absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
+                                               const v1::Build& build,
+                                               const std::vector<v1::Shape>& shapes,
+                                               const std::vector<v1::LtAlgo>& known) {
+  Evaluation out;
+  absl::Time start = absl::Now();
+  std::vector<v1::LtAlgo> algos = known;
+  size_t next = 0;
+  while (next < shapes.size()) {
+    v1::RunnerRequest req;
+    req.set_library(build.artifact());
+    req.set_candidate_id(candidate.id());
+    req.set_layout(candidate.layout());
+    for (size_t i = next; i < shapes.size(); ++i) *req.add_shapes() = shapes[i];
+    *req.mutable_protocol() = options_.protocol;
+    for (const v1::LtAlgo& a : algos) *req.add_lt_algos() = a;
+    if (std::optional<v1::Ceilings> c = ceilings()) *req.mutable_ceilings() = *c;
+    req.set_seccomp(options_.seccomp);
+    req.set_device(options_.device);
+    absl::StatusOr<Attempt> a = RunOnce(req);
+    if (!a.ok()) return a.status();
+    ++out.runner_starts;
+    if (a->info) out.info = a->info;
+    for (v1::LtAlgo& t : a->tuned) algos.push_back(t), out.tuned.push_back(std::move(t));
+    for (v1::Measurement& m : a->measurements) {
+      if (next < shapes.size()) out.measurements.push_back(std::move(m)), ++next;
+    }
+    if (next == shapes.size()) break;
+    // The runner stopped before finishing: the problem it was on failed.
+    const sandbox::Result& r = a->result;
+    v1::Verdict verdict = r.timed_out ? v1::VERDICT_TIMEOUT : v1::VERDICT_CRASHED;
+    std::string reason = r.timed_out ? "timeout" : r.oom_killed ? "host_memory_exceeded"
+                         : r.exit_code == 2 ? "not_loadable" : r.term_signal ? "crashed" : "cuda_error";
+    if (!a->info && !r.timed_out && r.exit_code == 4) {
+      return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
+    }
+    std::string detail = absl::StrCat(r.Describe(), ": ", Tail(r.stderr_text, 600));
+    size_t failed_until = reason == "not_loadable" ? shapes.size() : next + 1;
+    for (; next < failed_until; ++next) {
+      out.measurements.push_back(FailedMeasurement(candidate, shapes[next], candidate.layout(),
+                                                   verdict, reason, detail));
+    }
+  }
+  for (v1::Measurement& m : out.measurements) m.set_candidate_id(candidate.id());
+  out.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,64 @@
+// Evaluator: measures a built candidate on problems by running anvil-runner
+// in the sandbox, one process per candidate (restarted after a crash, so the
+// problems after it still get measured). Every problem gets a Measurement: a
+// runner that crashes, hangs or cheats yields one with the verdict and
+// reason, never an error of the caller. Thread-safe for distinct GPUs; one
+// evaluation per GPU at a time.
+#ifndef ANVIL_WORKER_EVALUATOR_H_
+#define ANVIL_WORKER_EVALUATOR_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "anvil/v1/runner.pb.h"
+#include "anvil/v1/types.pb.h"
+#include "worker/toolchain.h"
+
+namespace anvil {
+
+struct EvaluatorOptions {
+  Toolchain toolchain;
+  std::string scratch_dir = "/tmp";
+  int device = 0;                                   // CUDA ordinal
+  v1::RunnerProtocol protocol;                      // zero fields: runner defaults
+  absl::Duration startup_timeout = absl::Seconds(60);   // runner start and ceilings
+  absl::Duration problem_timeout = absl::Seconds(60);   // added per problem
+  bool isolate = true;                              // namespaces where the node allows
+  bool seccomp = true;                              // runner filter after CUDA init
+  int64_t memory_max_bytes = int64_t(32) << 30;     // host memory (cgroup) per runner
+};
+
+struct Evaluation {
+  std::vector<v1::Measurement> measurements;  // [i] answers shapes[i]
+  std::vector<v1::LtAlgo> tuned;              // new cuBLASLt choices to cache
+  std::optional<v1::RunnerInfo> info;         // the last runner's device facts
+  int runner_starts = 0;
+  double seconds = 0;
+};
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvaluatorOptions options) : options_(std::move(options)) {}
+
+  // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices.
+  absl::StatusOr<Evaluation> Evaluate(const v1::Candidate& candidate, const v1::Build& build,
+                                      const std::vector<v1::Shape>& shapes,
+                                      const std::vector<v1::LtAlgo>& known);
+  // Ceilings learnt from the first runner, reused by later ones.
+  std::optional<v1::Ceilings> ceilings() const;
+
+ private:
+  struct Attempt;
+  absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request);
+  mutable absl::Mutex mu_;
+  std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
+  EvaluatorOptions options_;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_WORKER_EVALUATOR_H_

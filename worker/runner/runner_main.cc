@@ -1,0 +1,152 @@
+// anvil-runner: evaluates one built candidate on one or more problems.
+// Reads a RunnerRequest (JSON) on stdin and writes RunnerEvents (JSON, one per
+// line) on stdout: info, ceilings, then one Measurement per problem as soon as
+// it is done. Exit codes: 0 done; 2 bad request or candidate not loadable;
+// 3 the candidate left the CUDA context unusable (later problems not run);
+// 4 the runner itself failed.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "worker/runner/ceilings.h"
+#include "worker/runner/session.h"
+
+namespace anvil::runner {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Emit(const v1::RunnerEvent& event) {
+  std::string line;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(event, &line, opts);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "anvil-runner: %s\n", message.c_str());
+  return code;
+}
+
+void FillDefaults(v1::RunnerProtocol& p) {
+  auto def = [](auto get, auto set, auto value) { if (get() <= 0) set(value); };
+  def([&] { return p.warmup_ms(); }, [&](double v) { p.set_warmup_ms(v); }, 20.0);
+  def([&] { return p.warmup_calls(); }, [&](int v) { p.set_warmup_calls(v); }, 5);
+  def([&] { return p.rounds(); }, [&](int v) { p.set_rounds(v); }, 5);
+  def([&] { return p.device_samples(); }, [&](int v) { p.set_device_samples(v); }, 6);
+  def([&] { return p.cold_samples(); }, [&](int v) { p.set_cold_samples(v); }, 2);
+  def([&] { return p.warm_calls(); }, [&](int v) { p.set_warm_calls(v); }, 20);
+  def([&] { return p.call_samples(); }, [&](int v) { p.set_call_samples(v); }, 6);
+  // Correct fp32-accumulating kernels sit at the fp16 output rounding of
+  // about 2.1e-4 against an fp32 reference; fp16 accumulation lands at 6e-4
+  // and above. 3.5e-4 separates the two with margin on both sides.
+  def([&] { return p.rel_err_threshold(); }, [&](double v) { p.set_rel_err_threshold(v); }, 3.5e-4);
+  def([&] { return p.flush_bytes(); }, [&](int64_t v) { p.set_flush_bytes(v); }, int64_t(256) << 20);
+  def([&] { return p.max_extra_device_bytes(); }, [&](int64_t v) { p.set_max_extra_device_bytes(v); }, int64_t(256) << 20);
+  def([&] { return p.max_workspace_bytes(); }, [&](int64_t v) { p.set_max_workspace_bytes(v); }, int64_t(4) << 30);
+  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 8);
+}
+
+const v1::LtAlgo* FindAlgo(const v1::RunnerRequest& req, const v1::Shape& s,
+                           const std::string& version) {
+  for (const v1::LtAlgo& a : req.lt_algos()) {
+    if (a.shape().m() == s.m() && a.shape().n() == s.n() && a.shape().k() == s.k() &&
+        a.layout() == req.layout() && a.cublas_version() == version) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+int Main() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  v1::RunnerRequest req;
+  if (!google::protobuf::util::JsonStringToMessage(input, &req).ok()) {
+    return Fail(2, "stdin is not a RunnerRequest in JSON");
+  }
+  if (req.layout() != v1::LAYOUT_NT && req.layout() != v1::LAYOUT_NN) return Fail(2, "layout missing");
+  FillDefaults(*req.mutable_protocol());
+  absl::StatusOr<std::unique_ptr<CuptiMonitor>> monitor = CuptiMonitor::Start();
+  if (!monitor.ok()) return Fail(4, std::string(monitor.status().message()));
+  absl::StatusOr<Device> device = OpenDevice(req.device());
+  if (!device.ok()) return Fail(4, std::string(device.status().message()));
+  absl::StatusOr<std::unique_ptr<CandidateLibrary>> lib = CandidateLibrary::Open(req.library());
+  if (!lib.ok()) return Fail(2, std::string(lib.status().message()));
+
+  RunnerContext ctx;
+  ctx.cublas = device->cublas;
+  ctx.lt = device->lt;
+  ctx.monitor = monitor->get();
+  ctx.protocol = req.protocol();
+  ctx.gpu = device->info.gpu();
+  ctx.cublas_version = device->cublas_version;
+  ctx.sm_count = device->info.sm_count();
+  ctx.seed = req.seed() ? req.seed() : uint64_t(t0.time_since_epoch().count());
+  absl::StatusOr<DeviceMemory> flush = DeviceMemory::Allocate(ctx.protocol.flush_bytes());
+  if (!flush.ok()) return Fail(4, std::string(flush.status().message()));
+  ctx.flush = std::move(*flush);
+  ctx.ceilings = req.ceilings();
+  if (ctx.ceilings.flops_per_s() <= 0 || ctx.ceilings.bytes_per_s() <= 0) {
+    absl::StatusOr<v1::Ceilings> c = MeasureCeilings(device->cublas);
+    if (!c.ok()) return Fail(4, std::string(c.status().message()));
+    ctx.ceilings = *c;
+    v1::RunnerEvent e;
+    *e.mutable_ceilings() = *c;
+    Emit(e);
+  }
+  if (req.seccomp()) {
+    absl::Status st = InstallSeccomp();
+    if (!st.ok()) return Fail(4, std::string(st.message()));
+    device->info.add_protections("seccomp");
+  }
+  device->info.set_startup_seconds(SecondsSince(t0));
+  v1::RunnerEvent info;
+  *info.mutable_info() = device->info;
+  Emit(info);
+
+  for (const v1::Shape& shape : req.shapes()) {
+    auto p0 = std::chrono::steady_clock::now();
+    GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+    ProblemSession session(ctx, **lib, gs);
+    std::optional<v1::LtAlgo> tuned;
+    absl::StatusOr<v1::Measurement> m =
+        session.Run(FindAlgo(req, shape, ctx.cublas_version), &tuned);
+    if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
+    m->set_candidate_id(req.candidate_id());
+    m->mutable_problem()->set_gpu(device->info.gpu());
+    m->mutable_problem()->set_arch(device->info.arch());
+    m->set_gpu_uuid(device->info.gpu_uuid());
+    m->set_versions(device->info.versions());
+    m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch()).count());
+    m->set_seconds(SecondsSince(p0));
+    if (tuned) {
+      v1::RunnerEvent e;
+      *e.mutable_lt_algo() = *tuned;
+      Emit(e);
+    }
+    v1::RunnerEvent e;
+    *e.mutable_measurement() = *m;
+    Emit(e);
+    if (session.context_lost()) return Fail(3, "candidate left a sticky CUDA error; stopping");
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace anvil::runner
+
+int main() { return anvil::runner::Main(); }

@@ -1,0 +1,225 @@
+#include "worker/runner/session.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/runner/stats.h"
+
+namespace anvil::runner {
+namespace {
+
+constexpr size_t kLtWorkspaceBytes = 64ull << 20;  // cuBLASLt baselines' workspace
+
+}  // namespace
+
+ProblemSession::~ProblemSession() {
+  impls_.clear();
+  if (ev0_) cudaEventDestroy(ev0_);
+  if (ev1_) cudaEventDestroy(ev1_);
+  if (stream_) cudaStreamDestroy(stream_);
+  if (side_) cudaStreamDestroy(side_);
+}
+
+absl::Status ProblemSession::Allocate() {
+  a_n_ = size_t(shape_.m) * shape_.k;
+  b_n_ = size_t(shape_.n) * shape_.k;
+  c_n_ = size_t(shape_.m) * shape_.n;
+  auto guarded = [](GuardedBuffer& b, size_t n) -> absl::Status {
+    absl::StatusOr<GuardedBuffer> got = GuardedBuffer::Allocate(n * sizeof(__half));
+    if (!got.ok()) return got.status();
+    b = std::move(*got);
+    return absl::OkStatus();
+  };
+  auto plain = [](DeviceMemory& d, size_t bytes) -> absl::Status {
+    absl::StatusOr<DeviceMemory> got = DeviceMemory::Allocate(bytes);
+    if (!got.ok()) return got.status();
+    d = std::move(*got);
+    return absl::OkStatus();
+  };
+  ANVIL_RETURN_IF_ERROR(guarded(a_, a_n_));
+  ANVIL_RETURN_IF_ERROR(guarded(b_, b_n_));
+  ANVIL_RETURN_IF_ERROR(guarded(c_, c_n_));
+  ANVIL_RETURN_IF_ERROR(plain(a0_, a_n_ * sizeof(__half)));
+  ANVIL_RETURN_IF_ERROR(plain(b0_, b_n_ * sizeof(__half)));
+  ANVIL_RETURN_IF_ERROR(plain(c_snap_, c_n_ * sizeof(__half)));
+  ANVIL_RETURN_IF_ERROR(plain(ref_, c_n_ * sizeof(float)));
+  ANVIL_RETURN_IF_ERROR(plain(lt_ws_, kLtWorkspaceBytes));
+  ANVIL_RETURN_IF_ERROR(plain(counters_, 4096));
+  ANVIL_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  ANVIL_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  ANVIL_CUDA(cudaEventCreate(&ev0_));
+  ANVIL_CUDA(cudaEventCreate(&ev1_));
+  absl::StatusOr<uint32_t> sid = ctx_.monitor->StreamId(stream_);
+  if (!sid.ok()) return sid.status();
+  stream_id_ = *sid;
+  absl::StatusOr<uint32_t> side = ctx_.monitor->StreamId(side_);
+  if (!side.ok()) return side.status();
+  side_id_ = *side;
+  next_seed_ = ctx_.seed ^ (uint64_t(shape_.m) << 42) ^ (uint64_t(shape_.n) << 21) ^ shape_.k;
+  return absl::OkStatus();
+}
+
+absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
+                                            std::optional<v1::LtAlgo>* tuned) {
+  impls_.push_back(std::make_unique<CublasGemm>(ctx_.cublas, shape_));
+  absl::StatusOr<std::unique_ptr<LtGemm>> heur =
+      LtGemm::Create(ctx_.lt, shape_, lt_ws_.get(), kLtWorkspaceBytes, "cublaslt_heuristic");
+  if (!heur.ok()) return heur.status();
+  absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> algos =
+      (*heur)->Heuristics(std::max(1, ctx_.protocol.lt_auto_algos()));
+  if (!algos.ok()) return algos.status();
+  (*heur)->set_algo(algos->front());
+  absl::StatusOr<std::unique_ptr<LtGemm>> best =
+      LtGemm::Create(ctx_.lt, shape_, lt_ws_.get(), kLtWorkspaceBytes, "cublaslt_auto");
+  if (!best.ok()) return best.status();
+  bool have_cached = cached && cached->algo().size() == sizeof(cublasLtMatmulAlgo_t);
+  cublasLtMatmulAlgo_t algo{};
+  if (have_cached) {
+    std::memcpy(&algo, cached->algo().data(), sizeof(algo));
+    have_cached = (*best)->CheckAlgo(algo).ok();
+  }
+  if (!have_cached) {
+    ANVIL_RETURN_IF_ERROR(Regenerate());
+    double best_us = 1e30;
+    for (size_t i = 0; i < algos->size(); ++i) {
+      (*best)->set_algo((*algos)[i]);
+      ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
+      for (int r = 0; r < 10; ++r) (*best)->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+      ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
+      ANVIL_CUDA(cudaEventSynchronize(ev1_));
+      float ms = 0;
+      ANVIL_CUDA(cudaEventElapsedTime(&ms, ev0_, ev1_));
+      if (ms * 100 < best_us) { best_us = ms * 100; algo = (*algos)[i]; lt_auto_index_ = int(i); }
+    }
+    v1::LtAlgo out;
+    out.mutable_shape()->set_m(shape_.m);
+    out.mutable_shape()->set_n(shape_.n);
+    out.mutable_shape()->set_k(shape_.k);
+    out.set_layout(shape_.layout);
+    out.set_algo(std::string(reinterpret_cast<const char*>(&algo), sizeof(algo)));
+    out.set_cublas_version(ctx_.cublas_version);
+    out.set_gpu(ctx_.gpu);
+    *tuned = out;
+  }
+  (*best)->set_algo(algo);
+  impls_.push_back(std::move(*heur));
+  impls_.push_back(std::move(*best));
+  // One call each now, so lazy vendor allocations are not charged to the candidate.
+  for (size_t i = 1; i < impls_.size(); ++i) {
+    int rc = impls_[i]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+    if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
+  }
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status ProblemSession::Regenerate() {
+  ANVIL_CUDA(FillNormal(a_.data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
+  ANVIL_CUDA(FillNormal(b_.data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
+  last_inputs_ = Inputs::kNormal;
+  return PoisonAndGuard();
+}
+
+absl::Status ProblemSession::PoisonAndGuard() {
+  for (const GuardedBuffer* g : {&a_, &b_, &c_}) {
+    auto [front, fb] = g->front_guard();
+    auto [back, bb] = g->back_guard();
+    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(front), kGuardByte, fb, side_));
+    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(back), kGuardByte, bb, side_));
+  }
+  ANVIL_CUDA(FillBits(c_.data<__half>(), c_n_, kPoisonBits, side_));
+  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a_.data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
+  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b_.data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));
+  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
+                                                    std::optional<v1::LtAlgo>* tuned) {
+  v1::Measurement m;
+  ANVIL_RETURN_IF_ERROR(Allocate());
+  ws_bytes_ = lib_.workspace_fn()(shape_.m, shape_.n, shape_.k);
+  m.set_workspace_bytes(static_cast<int64_t>(ws_bytes_));
+  auto fail = [&](const Failure& f) {
+    m.set_verdict(f.verdict);
+    m.set_reason(f.reason);
+    m.set_detail(f.detail);
+    Fill(m);
+    return m;
+  };
+  if (ws_bytes_ > uint64_t(ctx_.protocol.max_workspace_bytes())) {
+    return fail({v1::VERDICT_CHEAT, "workspace_too_large",
+                 absl::StrCat("asks for ", ws_bytes_, " bytes of workspace; the limit is ",
+                              ctx_.protocol.max_workspace_bytes())});
+  }
+  absl::StatusOr<DeviceMemory> ws = DeviceMemory::Allocate(ws_bytes_);
+  if (!ws.ok()) return ws.status();
+  ws_ = std::move(*ws);
+  impls_.push_back(std::make_unique<CandidateGemm>(lib_, shape_, ws_.get()));
+  if (!ctx_.protocol.skip_baselines()) ANVIL_RETURN_IF_ERROR(SetUpBaselines(cached, tuned));
+  ANVIL_CUDA(cudaDeviceSynchronize());
+  size_t free_b = 0, total = 0;
+  ANVIL_CUDA(cudaMemGetInfo(&free_b, &total));
+  free_before_ = static_cast<int64_t>(free_b);
+
+  absl::StatusOr<std::optional<Failure>> f = CheckCorrectness(m);
+  if (!f.ok()) return f.status();
+  if (*f) return fail(**f);
+  f = TimeAll(m);
+  if (!f.ok()) return f.status();
+  if (*f) return fail(**f);
+  f = CheckGraphCapture(m);
+  if (!f.ok()) return f.status();
+  if (*f) return fail(**f);
+  m.set_verdict(v1::VERDICT_PASSED);
+  Fill(m);
+  return m;
+}
+
+void ProblemSession::Fill(v1::Measurement& m) const {
+  m.mutable_problem()->mutable_shape()->set_m(shape_.m);
+  m.mutable_problem()->mutable_shape()->set_n(shape_.n);
+  m.mutable_problem()->mutable_shape()->set_k(shape_.k);
+  m.mutable_problem()->set_layout(shape_.layout);
+  m.mutable_problem()->set_dtype(v1::DTYPE_F16_F32ACC);
+  double flops = 2.0 * shape_.m * double(shape_.n) * shape_.k;
+  double bytes = 2.0 * (double(a_n_) + double(b_n_) + double(c_n_));
+  const v1::Ceilings& c = ctx_.ceilings;
+  if (c.flops_per_s() > 0 && c.bytes_per_s() > 0) {
+    m.set_sol_us(std::max(flops / c.flops_per_s(), bytes / c.bytes_per_s()) * 1e6);
+  }
+  auto fill_timings = [](const Samples& s, v1::Timings* t) {
+    if (!s.device.empty()) *t->mutable_device() = Summarize(s.device);
+    if (!s.cold.empty()) *t->mutable_cold() = Summarize(s.cold);
+    if (!s.warm.empty()) *t->mutable_warm() = Summarize(s.warm);
+    if (!s.call.empty()) *t->mutable_call() = Summarize(s.call);
+    t->set_first_call_us(s.first);
+  };
+  if (!samples_.empty()) fill_timings(samples_[0], m.mutable_timings());
+  if (m.timings().device().median_us() > 0 && m.sol_us() > 0) {
+    m.set_efficiency(m.sol_us() / m.timings().device().median_us());
+  }
+  if (!kernels_.empty()) {
+    for (const std::string& k : kernels_[0]) m.add_kernel_names(k);
+  }
+  for (size_t i = 1; i < impls_.size() && i < samples_.size(); ++i) {
+    v1::Baseline* b = m.add_baselines();
+    b->set_name(impls_[i]->name());
+    fill_timings(samples_[i], b->mutable_timings());
+    b->set_kernels(absl::StrJoin(kernels_[i], ";"));
+    b->set_algo_index(impls_[i]->name() == "cublaslt_auto" ? lt_auto_index_ : -1);
+    if (i < baseline_rel_err_.size()) b->set_rel_err(baseline_rel_err_[i]);
+  }
+  if (!kernels_per_call_.empty()) {
+    std::vector<int> k = kernels_per_call_;
+    std::sort(k.begin(), k.end());
+    m.set_kernels_per_call(k[k.size() / 2]);
+  }
+}
+
+}  // namespace anvil::runner

@@ -1,0 +1,122 @@
+// ProblemSession: evaluates one candidate on one problem, as DESIGN.md's
+// Correctness, Timing and Reward-hacking sections require:
+//   checks.cc  - audited calls, correctness checks, cheat detection
+//   timing.cc  - the four timing figures, interleaved with the baselines
+//   session.cc - buffers, baselines, the order of the steps, the result
+// Reference results are computed only after the candidate's call has finished
+// and from pristine copies of the inputs, so a candidate never sees one for
+// inputs it is being asked about. Inputs are regenerated before every timed
+// call, so a cached output cannot pass. Not thread-safe.
+#ifndef ANVIL_WORKER_RUNNER_SESSION_H_
+#define ANVIL_WORKER_RUNNER_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "anvil/v1/runner.pb.h"
+#include "anvil/v1/types.pb.h"
+#include "worker/runner/cupti_monitor.h"
+#include "worker/runner/cuda_util.h"
+#include "worker/runner/device_ops.h"
+#include "worker/runner/gemm_impls.h"
+
+namespace anvil::runner {
+
+// Handles and facts shared by every problem of one runner process.
+struct RunnerContext {
+  cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  CuptiMonitor* monitor = nullptr;
+  v1::RunnerProtocol protocol;  // defaults filled in
+  v1::Ceilings ceilings;
+  std::string gpu;              // normalised model name, for LtAlgo cache entries
+  std::string cublas_version;
+  int sm_count = 0;
+  uint64_t seed = 0;
+  DeviceMemory flush;           // protocol.flush_bytes, written to evict L2
+};
+
+// Why a candidate failed; the Measurement carries it.
+struct Failure {
+  v1::Verdict verdict;
+  std::string reason;
+  std::string detail;
+};
+
+class ProblemSession {
+ public:
+  // REQUIRES: ctx outlives the session.
+  ProblemSession(RunnerContext& ctx, const CandidateLibrary& lib, GemmShape shape)
+      : ctx_(ctx), lib_(lib), shape_(shape) {}
+  ~ProblemSession();
+
+  // The measurement of this problem; a candidate's failure is data in it. A
+  // non-OK status means the runner itself failed. `cached` is a tuned cuBLASLt
+  // choice for this problem or null; a new choice lands in *tuned.
+  absl::StatusOr<v1::Measurement> Run(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
+  // True once the candidate left a sticky CUDA error: the process must end.
+  bool context_lost() const { return context_lost_; }
+
+ private:
+  enum class Inputs { kNormal, kExact01, kLargeSums };
+  struct AuditedOutcome;
+
+  // session.cc
+  absl::Status Allocate();
+  absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
+  absl::Status Regenerate();
+  absl::Status PoisonAndGuard();
+  void Fill(v1::Measurement& m) const;
+  // checks.cc
+  absl::StatusOr<std::optional<Failure>> CheckCorrectness(v1::Measurement& m);
+  absl::StatusOr<std::optional<Failure>> CheckOnce(Inputs kind, bool first, v1::Measurement& m);
+  absl::StatusOr<AuditedOutcome> AuditedCall();
+  absl::StatusOr<std::optional<Failure>> JudgeCall(const AuditedOutcome& o);
+  absl::StatusOr<std::optional<Failure>> JudgeOutput(Inputs kind, double* rel_err);
+  absl::StatusOr<CompareStats> CompareWithReference(const __half* c);
+  absl::StatusOr<std::optional<Failure>> CheckTimedOutput(const char* when);
+  absl::StatusOr<std::optional<Failure>> CheckGraphCapture(v1::Measurement& m);
+  absl::StatusOr<std::optional<Failure>> CheckNoSkippedWork(v1::Measurement& m);
+  absl::Status MeasureBaselineErrors();
+  std::optional<Failure> CheckStreams(const std::vector<Activity>& acts) const;
+  // timing.cc
+  absl::StatusOr<std::optional<Failure>> TimeAll(v1::Measurement& m);
+  absl::StatusOr<std::optional<Failure>> TimeRound(GemmImpl& impl, size_t index, bool check);
+  absl::StatusOr<std::optional<Failure>> Warmup(GemmImpl& impl);
+  absl::StatusOr<std::optional<Failure>> DeviceSamples(GemmImpl& impl, size_t index, bool check);
+  absl::StatusOr<std::optional<Failure>> HostSamples(GemmImpl& impl, size_t index);
+  std::optional<Failure> RunFailed(GemmImpl& impl, int rc, cudaError_t err);
+
+  RunnerContext& ctx_;
+  const CandidateLibrary& lib_;
+  GemmShape shape_;
+  size_t a_n_ = 0, b_n_ = 0, c_n_ = 0;
+  GuardedBuffer a_, b_, c_;                  // candidate's operands
+  DeviceMemory a0_, b0_, c_snap_, ref_, ws_, lt_ws_, counters_;
+  size_t ws_bytes_ = 0;
+  cudaStream_t stream_ = nullptr;            // the caller's stream handed to every call
+  cudaStream_t side_ = nullptr;              // the runner's own, non-blocking
+  cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
+  std::vector<std::unique_ptr<GemmImpl>> impls_;  // [0] candidate, then baselines
+  struct Samples { std::vector<double> device, cold, warm, call; double first = 0; };
+  std::vector<Samples> samples_;             // per impl
+  std::vector<std::vector<std::string>> kernels_;  // per impl, names seen
+  std::vector<int> kernels_per_call_;        // candidate's activity counts
+  std::vector<double> baseline_rel_err_;     // per impl, on the first normal inputs
+  ApiAudit audit_total_;                     // candidate's API use over audited calls
+  int audited_calls_ = 0;
+  int lt_auto_index_ = -1;
+  uint32_t stream_id_ = 0, side_id_ = 0;
+  uint64_t next_seed_ = 0;
+  Inputs last_inputs_ = Inputs::kNormal;
+  int64_t free_before_ = 0;
+  bool context_lost_ = false;
+};
+
+}  // namespace anvil::runner
+
+#endif  // ANVIL_WORKER_RUNNER_SESSION_H_
