@@ -71,7 +71,9 @@ class BombTest : public ::testing::Test {
     absl::StatusOr<Result> r = sandbox::Run(s);
     EXPECT_TRUE(r.ok()) << r.status();
     const Result result = r.ok() ? *r : Result();
-    std::cerr << "  outcome: " << result.Describe() << "\n";
+    std::string last = result.stderr_text.substr(0, result.stderr_text.find_last_not_of('\n') + 1);
+    last = last.substr(last.rfind('\n') + 1).substr(0, 160);
+    std::cerr << "  outcome: " << result.Describe() << "; last stderr line: " << last << "\n";
     EXPECT_LT(result.wall_seconds, absl::ToDoubleSeconds(wall) + 2 + 5) << "ended within limits";
     return result;
   }
@@ -101,7 +103,7 @@ TEST_F(BombTest, IncludeDevRandomEndsWithinItsLimits) {
   EXPECT_TRUE(Failed(r)) << r.stderr_text.substr(0, 2000);
 }
 
-TEST_F(BombTest, ExponentialTemplateInstantiationTimesOut) {
+TEST_F(BombTest, ExponentialTemplateInstantiationIsStopped) {
   Result r = Compile(kDeepTemplates, absl::Seconds(15));
   EXPECT_TRUE(Failed(r));
   EXPECT_TRUE(r.timed_out || r.term_signal != 0 || absl::StrContains(r.stderr_text, "memory"))

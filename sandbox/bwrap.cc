@@ -7,12 +7,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <mutex>
-#include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "sandbox/internal.h"
 
 namespace anvil::sandbox::internal {
@@ -74,15 +70,26 @@ void AddGpu(Args* a) {
 struct Mount {
   std::string source, target;
   bool writable = false;
+  std::string link;  // the path as given, when it goes through a symlink
 };
+
+// A bind of a path through symlinks (/usr/local/cuda -> cuda-13.0) mounts the
+// real directory at its real place, and recreates the given path as a
+// symlink unless it lies in a system directory that is visible anyway.
+Mount ResolvedMount(const std::string& source, const std::string& target, bool writable) {
+  const std::string real = RealPath(source);
+  if (!target.empty() || real.empty() || real == source) {
+    return {source, target.empty() ? source : target, writable, ""};
+  }
+  const bool visible = PathIsUnder(source, "/usr") || PathIsUnder(source, "/etc");
+  return {real, real, writable, visible ? "" : source};
+}
 
 // Spec.binds and work_dir, parents before children so none hides another.
 std::vector<Mount> UserMounts(const Spec& spec) {
   std::vector<Mount> mounts;
-  for (const Bind& b : spec.binds) {
-    mounts.push_back({b.source, b.target.empty() ? b.source : b.target, b.writable});
-  }
-  mounts.push_back({spec.work_dir, spec.work_dir, true});
+  for (const Bind& b : spec.binds) mounts.push_back(ResolvedMount(b.source, b.target, b.writable));
+  mounts.push_back(ResolvedMount(spec.work_dir, "", true));
   std::stable_sort(mounts.begin(), mounts.end(), [](const Mount& x, const Mount& y) {
     return std::count(x.target.begin(), x.target.end(), '/') <
            std::count(y.target.begin(), y.target.end(), '/');
@@ -111,8 +118,10 @@ std::vector<std::string> BwrapArgv(const Spec& spec, const Capabilities& caps,
   }
   Add(&a, {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"});
   if (spec.gpu) AddGpu(&a);
-  for (const Mount& m : UserMounts(spec)) {
-    Add(&a, {m.writable ? "--bind" : "--ro-bind", m.source, m.target});
+  const std::vector<Mount> mounts = UserMounts(spec);
+  for (const Mount& m : mounts) Add(&a, {m.writable ? "--bind" : "--ro-bind", m.source, m.target});
+  for (const Mount& m : mounts) {
+    if (!m.link.empty()) Add(&a, {"--symlink", m.source, m.link});
   }
   // The root is bwrap's own tmpfs: read-only, so only work_dir, /tmp and
   // /dev/shm (private tmpfs) take writes.

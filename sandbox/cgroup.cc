@@ -114,6 +114,7 @@ JobCgroup::Stats JobCgroup::Finish() {
   Kill();
   const bool empty = WaitEmpty();
   const int64_t usec = ReadCgroupKey(path_ + "/cpu.stat", "usage_usec");
+  stats.cpu_known = usec >= 0;
   if (usec > 0) stats.cpu_seconds = static_cast<double>(usec) / 1e6;
   if (memory_limited_) {
     stats.oom_killed = ReadCgroupKey(path_ + "/memory.events", "oom_kill") > 0;

@@ -22,6 +22,7 @@ class JobCgroup {
  public:
   struct Stats {
     double cpu_seconds = 0;    // cpu.stat usage_usec of everything that ran in it
+    bool cpu_known = false;    // cpu.stat was readable
     int64_t peak_bytes = 0;    // memory.peak (kernel 5.19+ with the memory controller)
     bool oom_killed = false;   // memory.events oom_kill > 0
   };

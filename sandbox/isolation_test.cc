@@ -1,6 +1,7 @@
 // Namespace isolation: network, filesystem, processes, uid. Every test skips,
 // saying why, where the kernel refuses namespaces (e.g. in a container).
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -89,6 +90,28 @@ TEST(IsolationTest, FilesystemIsNarrowAndReadOnlyOutsideWorkDir) {
   EXPECT_EQ(access((outside.path() + "/new").c_str(), F_OK), -1);
   EXPECT_EQ(access((dir.path() + "/in-work").c_str(), F_OK), 0) << "work_dir is writable";
   EXPECT_NE(access("/tmp/anvil-sandbox-tmp-probe", F_OK), 0) << "/tmp inside is private";
+}
+
+TEST(IsolationTest, BindsWorkThroughSymlinks) {
+  ANVIL_SKIP_WITHOUT_NAMESPACES();
+  ScratchDir real = testing::MakeScratch("anvil-real-");
+  chmod(real.path().c_str(), 0755);
+  std::ofstream(real.path() + "/data") << "through the link\n";
+  ScratchDir links = testing::MakeScratch("anvil-links-");
+  chmod(links.path().c_str(), 0755);
+  const std::string link = links.path() + "/toolchain";
+  ASSERT_EQ(symlink(real.path().c_str(), link.c_str()), 0);
+  ScratchDir dir = testing::MakeScratch();
+  Spec s = ShellSpec(dir.path(), "cat " + link + "/data", Isolation::kNamespaces);
+  s.binds.push_back({link, "", false});
+  if (access("/usr/local/cuda/bin", F_OK) == 0) {  // a symlink on most CUDA installs
+    s.binds.push_back({"/usr/local/cuda", "", false});
+    s.argv[2] += " && test -d /usr/local/cuda/bin";
+  }
+  absl::StatusOr<Result> r = sandbox::Run(s);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+  EXPECT_EQ(r->stdout_text, "through the link\n");
 }
 
 TEST(IsolationTest, OtherProcessesAreInvisible) {

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -212,6 +214,10 @@ std::unique_ptr<JobCgroup> MaybeCgroup(const Spec& spec, const Capabilities& cap
   if (!caps.cgroup_kill) return nullptr;
   const int64_t memory = caps.cgroups ? spec.limits.memory_max_bytes : 0;
   absl::StatusOr<std::unique_ptr<JobCgroup>> cg = JobCgroup::Create(caps.cgroup_parent, memory);
+  if (!cg.ok() && memory > 0) {
+    spdlog::warn("sandbox: job runs without memory.max: {}", cg.status().ToString());
+    cg = JobCgroup::Create(caps.cgroup_parent, 0);  // still tracked and killed as one
+  }
   if (!cg.ok()) {
     spdlog::warn("sandbox: job runs without a cgroup: {}", cg.status().ToString());
     return nullptr;
@@ -240,6 +246,11 @@ Result MakeResult(const Supervised& s, const JobCgroup::Stats& stats, Plan* plan
                             static_cast<double>(s.usage.ru_utime.tv_usec + s.usage.ru_stime.tv_usec) / 1e6;
   r.cpu_seconds = std::max(rusage_cpu, stats.cpu_seconds);
   r.max_rss_bytes = std::max<int64_t>(int64_t(s.usage.ru_maxrss) * 1024, stats.peak_bytes);
+  if (plan->namespaces) {  // rusage saw bwrap only (see Result.usage_known)
+    r.usage_known = stats.cpu_known;
+    r.cpu_seconds = stats.cpu_seconds;
+    r.max_rss_bytes = stats.peak_bytes;
+  }
   r.oom_killed = stats.oom_killed;
   r.protections = std::move(plan->protections);
   r.isolation_fallback = std::move(plan->fallback);

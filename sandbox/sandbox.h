@@ -81,7 +81,10 @@ struct Result {
   std::string stdout_text, stderr_text;
   bool stdout_truncated = false, stderr_truncated = false;
   double wall_seconds = 0, cpu_seconds = 0;  // cpu = user+sys of the whole job
-  int64_t max_rss_bytes = 0;
+  int64_t max_rss_bytes = 0;  // largest process (cgroup: whole job); 0 when unknown
+  // False under namespaces without a job cgroup: bwrap does not reap its pid-1
+  // helper, so the job's usage never reaches us; cpu_seconds is then 0.
+  bool usage_known = true;
   bool oom_killed = false;  // cgroup memory.max hit (when cgroups active)
   // What was active, from: "process_group", "rlimits", "rlimit_nproc",
   // "env_scrubbed", "fds_closed", "die_with_parent", "unprivileged_uid",

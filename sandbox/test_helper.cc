@@ -158,6 +158,10 @@ int RunCandidate(const char* so) {
 
 }  // namespace
 
+// Under -DANVIL_SANITIZE: LeakSanitizer's exit-time scan needs ptrace and spare
+// descriptors, which this program deliberately gives up. Unused otherwise.
+extern "C" int __lsan_is_turned_off() { return 1; }
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const int arg = argc > 2 ? atoi(argv[2]) : 0;

@@ -60,6 +60,8 @@ class Harness : public ::testing::Test {
     absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "harness-test-");
     ASSERT_TRUE(dir.ok());
     scratch_ = new sandbox::ScratchDir(std::move(*dir));
+    // Jobs run as an unprivileged uid that must reach their scratch dirs below.
+    std::filesystem::permissions(scratch_->path(), std::filesystem::perms(0755));
     BuilderOptions b;
     b.toolchain = *t;
     b.cache_dir = scratch_->path() + "/cache";
@@ -69,7 +71,8 @@ class Harness : public ::testing::Test {
     e.toolchain = *t;
     e.scratch_dir = scratch_->path();
     e.protocol = QuickProtocol();
-    e.problem_timeout = absl::Seconds(30);
+    e.problem_timeout = absl::Seconds(20);
+    e.startup_timeout = absl::Seconds(20);
     evaluator_ = new Evaluator(e);
   }
   static void TearDownTestSuite() {
@@ -121,7 +124,8 @@ TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
         EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED)
             << c.name() << " " << ProblemName(m.problem()) << ": " << m.reason() << " " << m.detail();
         if (m.verdict() != v1::VERDICT_PASSED) continue;
-        EXPECT_LT(m.rel_err(), 3.5e-4);
+        EXPECT_LE(m.rel_err(), 4.9e-4);  // fp16 rounding of C: half an ulp at most
+        EXPECT_LT(m.profile().at("excess_err"), 3e-4);
         EXPECT_GT(m.timings().device().median_us(), 0);
         EXPECT_EQ(m.baselines_size(), 3);
       }

@@ -136,7 +136,8 @@ absl::StatusOr<CompareStats> ProblemSession::CompareWithReference(const __half* 
 }
 
 // Guards, inputs, then the values against the fp32 reference.
-absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, double* rel_err) {
+absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, double* rel_err,
+                                                                   double* excess_err) {
   auto* count = counters_.get<unsigned long long>() + 64;
   ANVIL_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(*count), side_));
   for (const GuardedBuffer* g : {&a_, &b_, &c_}) {
@@ -168,11 +169,14 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
                    absl::StrCat(st->nonfinite, " elements of C are NaN or Inf")};
   }
   double rel = st->sum_sq_ref > 0 ? std::sqrt(st->sum_sq_diff / st->sum_sq_ref) : 0;
+  double excess = st->sum_sq_ref > 0 ? std::sqrt(st->sum_sq_excess / st->sum_sq_ref) : 0;
   if (rel_err) *rel_err = rel;
-  if (kind == Inputs::kNormal && rel > ctx_.protocol.rel_err_threshold()) {
+  if (excess_err) *excess_err = excess;
+  if (kind == Inputs::kNormal && excess > ctx_.protocol.rel_err_threshold()) {
     return Failure{v1::VERDICT_INCORRECT, "wrong_result",
-                   absl::StrCat("relative error ", rel, " exceeds ",
-                                ctx_.protocol.rel_err_threshold())};
+                   absl::StrCat("error beyond fp16 rounding of the exact result ", excess,
+                                " exceeds ", ctx_.protocol.rel_err_threshold(),
+                                " (relative error ", rel, ")")};
   }
   if (kind != Inputs::kNormal && st->rounded_mismatch) {
     bool sums = kind == Inputs::kLargeSums;
@@ -216,9 +220,13 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckOnce(Inputs kind, bo
   }
   absl::StatusOr<std::optional<Failure>> f = JudgeCall(*o);
   if (!f.ok() || *f) return f;
-  double rel = 0;
-  f = JudgeOutput(kind, &rel);
-  if (f.ok() && !*f && kind == Inputs::kNormal) m.set_rel_err(std::max(m.rel_err(), rel));
+  double rel = 0, excess = 0;
+  f = JudgeOutput(kind, &rel, &excess);
+  if (f.ok() && !*f && kind == Inputs::kNormal) {
+    m.set_rel_err(std::max(m.rel_err(), rel));
+    double& worst = (*m.mutable_profile())["excess_err"];
+    worst = std::max(worst, excess);
+  }
   return f;
 }
 
@@ -255,7 +263,7 @@ absl::Status ProblemSession::MeasureBaselineErrors() {
 // The output of a timed call: inputs were regenerated before it, so only a
 // call that really computed them passes.
 absl::StatusOr<std::optional<Failure>> ProblemSession::CheckTimedOutput(const char* when) {
-  absl::StatusOr<std::optional<Failure>> f = JudgeOutput(Inputs::kNormal, nullptr);
+  absl::StatusOr<std::optional<Failure>> f = JudgeOutput(Inputs::kNormal, nullptr, nullptr);
   if (!f.ok() || !*f) return f;
   (*f)->reason = "timed_output_mismatch";
   (*f)->detail = absl::StrCat("output of a timed call (", when, ") is wrong: ", (*f)->detail);

@@ -58,7 +58,7 @@ __device__ float WarpMax(float v) {
 }
 
 __global__ void CompareKernel(const __half* c, const float* ref, size_t n, CompareStats* out) {
-  double sd = 0, sr = 0;
+  double sd = 0, sr = 0, se = 0;
   unsigned long long nonfinite = 0, poison = 0, mismatch = 0;
   float maxd = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -71,15 +71,18 @@ __global__ void CompareKernel(const __half* c, const float* ref, size_t n, Compa
     if (!isfinite(v)) { ++nonfinite; ++mismatch; continue; }
     float d = fabsf(v - r);
     sd += double(d) * d;
+    float e = v - __half2float(__float2half_rn(r));
+    se += double(e) * e;
     maxd = fmaxf(maxd, d);
     if (bits != __half_as_ushort(__float2half_rn(r))) ++mismatch;
   }
-  sd = WarpSum(sd); sr = WarpSum(sr);
+  sd = WarpSum(sd); sr = WarpSum(sr); se = WarpSum(se);
   nonfinite = WarpSum(nonfinite); poison = WarpSum(poison); mismatch = WarpSum(mismatch);
   maxd = WarpMax(maxd);
   if ((threadIdx.x & 31) == 0) {
     atomicAdd(&out->sum_sq_diff, sd);
     atomicAdd(&out->sum_sq_ref, sr);
+    atomicAdd(&out->sum_sq_excess, se);
     atomicAdd(&out->nonfinite, nonfinite);
     atomicAdd(&out->poison, poison);
     atomicAdd(&out->rounded_mismatch, mismatch);

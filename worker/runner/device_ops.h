@@ -29,6 +29,7 @@ cudaError_t FillBits(__half* p, size_t n, uint16_t bits, cudaStream_t stream);
 struct CompareStats {
   double sum_sq_diff;                   // sum (c - ref)^2 over finite c
   double sum_sq_ref;                    // sum ref^2
+  double sum_sq_excess;                 // sum (c - round_to_fp16(ref))^2 over finite c
   unsigned long long nonfinite;         // c is NaN or Inf (poison excluded)
   unsigned long long poison;            // c still holds kPoisonBits
   unsigned long long rounded_mismatch;  // c != round-to-nearest(ref) bit for bit

@@ -49,10 +49,15 @@ void FillDefaults(v1::RunnerProtocol& p) {
   def([&] { return p.cold_samples(); }, [&](int v) { p.set_cold_samples(v); }, 2);
   def([&] { return p.warm_calls(); }, [&](int v) { p.set_warm_calls(v); }, 20);
   def([&] { return p.call_samples(); }, [&](int v) { p.set_call_samples(v); }, 6);
-  // Correct fp32-accumulating kernels sit at the fp16 output rounding of
-  // about 2.1e-4 against an fp32 reference; fp16 accumulation lands at 6e-4
-  // and above. 3.5e-4 separates the two with margin on both sides.
-  def([&] { return p.rel_err_threshold(); }, [&](double v) { p.set_rel_err_threshold(v); }, 3.5e-4);
+  // The threshold applies to the error beyond correct rounding:
+  // ||C - fp16(ref)|| / ||ref||, ref the fp32-accumulated product. Against ref
+  // itself every kernel, cuBLAS included, sits near 2.1e-4 (the fp16 rounding
+  // of C), and on tiny outputs a single element can reach 4.9e-4 (half an ulp):
+  // a bound there would fail correct kernels by chance. Beyond rounding, fp32
+  // accumulation in another order differs from ref only where the rounding
+  // flips (well under 1e-4 up to K = 16384), while fp16 accumulation lands at
+  // 6e-4 to 2e-3 against ref, 5.6e-4 and up beyond rounding. 3e-4 sits between.
+  def([&] { return p.rel_err_threshold(); }, [&](double v) { p.set_rel_err_threshold(v); }, 3e-4);
   def([&] { return p.flush_bytes(); }, [&](int64_t v) { p.set_flush_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_extra_device_bytes(); }, [&](int64_t v) { p.set_max_extra_device_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_workspace_bytes(); }, [&](int64_t v) { p.set_max_workspace_bytes(v); }, int64_t(4) << 30);

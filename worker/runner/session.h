@@ -76,7 +76,8 @@ class ProblemSession {
   absl::StatusOr<std::optional<Failure>> CheckOnce(Inputs kind, bool first, v1::Measurement& m);
   absl::StatusOr<AuditedOutcome> AuditedCall();
   absl::StatusOr<std::optional<Failure>> JudgeCall(const AuditedOutcome& o);
-  absl::StatusOr<std::optional<Failure>> JudgeOutput(Inputs kind, double* rel_err);
+  absl::StatusOr<std::optional<Failure>> JudgeOutput(Inputs kind, double* rel_err,
+                                                     double* excess_err);
   absl::StatusOr<CompareStats> CompareWithReference(const __half* c);
   absl::StatusOr<std::optional<Failure>> CheckTimedOutput(const char* when);
   absl::StatusOr<std::optional<Failure>> CheckGraphCapture(v1::Measurement& m);

@@ -223,7 +223,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckGraphCapture(v1::Mea
   }
   cudaGetLastError();  // capture failures are not sticky; clear them
   if (ok) {
-    absl::StatusOr<std::optional<Failure>> f = JudgeOutput(Inputs::kNormal, nullptr);
+    absl::StatusOr<std::optional<Failure>> f = JudgeOutput(Inputs::kNormal, nullptr, nullptr);
     if (!f.ok()) return f.status();
     ok = !*f;
   }
