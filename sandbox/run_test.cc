@@ -2,6 +2,7 @@
 // fallbacks and many short jobs. Each test runs with kNone and with kAuto
 // (namespaces where the node allows them).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <thread>
@@ -184,6 +185,22 @@ TEST(RunSpecTest, RejectsBadSpecs) {
   s = ShellSpec(dir.path(), "true");
   s.binds.push_back({"/nonexistent/path", "", false});
   EXPECT_EQ(sandbox::Run(s).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RunSpecTest, RootCallersJobMustReachItsWorkDir) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root caller switches the job to another uid";
+  ScratchDir parent = testing::MakeScratch("anvil-private-");
+  chmod(parent.path().c_str(), 0700);
+  absl::StatusOr<ScratchDir> dir = ScratchDir::Create(parent.path(), "job-");
+  ASSERT_TRUE(dir.ok());
+  absl::StatusOr<Result> r = sandbox::Run(ShellSpec(dir->path(), "true", Isolation::kNone));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "not searchable")) << r.status();
+  chmod(parent.path().c_str(), 0711);
+  r = sandbox::Run(ShellSpec(dir->path(), "id -u; touch made-by-job", Isolation::kNone));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stdout_text, "65534\n");
+  EXPECT_EQ(access((dir->path() + "/made-by-job").c_str(), F_OK), 0) << r->stderr_text;
 }
 
 TEST(RunFallbackTest, AutoFallsBackAndSaysWhyWhenNamespacesAreRefused) {

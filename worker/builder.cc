@@ -88,7 +88,7 @@ absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c) const {
   if (!violations->empty()) {
     std::string why;
     for (const sandbox::PolicyViolation& v : *violations) {
-      absl::StrAppend(&why, "line ", v.line, ": ", v.rule, ": ", v.excerpt, "\n");
+      absl::StrAppend(&why, v.message, "\n");
     }
     return Failed(v1::VERDICT_REJECTED, why);
   }

@@ -172,11 +172,10 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
   double excess = st->sum_sq_ref > 0 ? std::sqrt(st->sum_sq_excess / st->sum_sq_ref) : 0;
   if (rel_err) *rel_err = rel;
   if (excess_err) *excess_err = excess;
-  if (kind == Inputs::kNormal && excess > ctx_.protocol.rel_err_threshold()) {
+  if (kind == Inputs::kNormal && excess > ExcessThreshold()) {
     return Failure{v1::VERDICT_INCORRECT, "wrong_result",
                    absl::StrCat("error beyond fp16 rounding of the exact result ", excess,
-                                " exceeds ", ctx_.protocol.rel_err_threshold(),
-                                " (relative error ", rel, ")")};
+                                " exceeds ", ExcessThreshold(), " (relative error ", rel, ")")};
   }
   if (kind != Inputs::kNormal && st->rounded_mismatch) {
     bool sums = kind == Inputs::kLargeSums;
@@ -230,9 +229,19 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckOnce(Inputs kind, bo
   return f;
 }
 
+// The protocol's bound, widened to 1.25x the worst vendor result on this
+// problem: a candidate is never held to more than cuBLAS delivers (some of its
+// split-K kernels exceed 3e-4 on short outputs). fp16 accumulation is caught
+// exactly by the large-sums probe whatever this bound is.
+double ProblemSession::ExcessThreshold() const {
+  return std::max(ctx_.protocol.rel_err_threshold(), 1.25 * baseline_excess_);
+}
+
 absl::StatusOr<std::optional<Failure>> ProblemSession::CheckCorrectness(v1::Measurement& m) {
   samples_.assign(impls_.size(), {});
   kernels_.assign(impls_.size(), {});
+  ANVIL_RETURN_IF_ERROR(MeasureBaselineErrors());
+  (*m.mutable_profile())["baseline_excess_err"] = baseline_excess_;
   for (auto [kind, first] : {std::pair{Inputs::kNormal, true}, {Inputs::kNormal, false},
                              {Inputs::kExact01, false}, {Inputs::kLargeSums, false}}) {
     absl::StatusOr<std::optional<Failure>> f = CheckOnce(kind, first, m);
@@ -241,11 +250,11 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckCorrectness(v1::Meas
   (*m.mutable_profile())["allocations_per_call"] = double(audit_total_.allocations) / audited_calls_;
   (*m.mutable_profile())["syncs_per_call"] = double(audit_total_.synchronizations) / audited_calls_;
   (*m.mutable_profile())["large_sums_max_input"] = LargeSumsMax(shape_.k);
-  ANVIL_RETURN_IF_ERROR(MeasureBaselineErrors());
   return std::optional<Failure>();
 }
 
-// The vendor's own error on fresh normal inputs, for reference beside ours.
+// The vendors' own errors on fresh normal inputs: reported beside ours, and
+// the floor of the accuracy bound (ExcessThreshold).
 absl::Status ProblemSession::MeasureBaselineErrors() {
   baseline_rel_err_.assign(impls_.size(), 0);
   for (size_t i = 1; i < impls_.size(); ++i) {
@@ -255,7 +264,9 @@ absl::Status ProblemSession::MeasureBaselineErrors() {
     if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
     absl::StatusOr<CompareStats> st = CompareWithReference(c_.data<__half>());
     if (!st.ok()) return st.status();
-    baseline_rel_err_[i] = st->sum_sq_ref > 0 ? std::sqrt(st->sum_sq_diff / st->sum_sq_ref) : 0;
+    if (st->sum_sq_ref <= 0) continue;
+    baseline_rel_err_[i] = std::sqrt(st->sum_sq_diff / st->sum_sq_ref);
+    baseline_excess_ = std::max(baseline_excess_, std::sqrt(st->sum_sq_excess / st->sum_sq_ref));
   }
   return absl::OkStatus();
 }

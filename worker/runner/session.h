@@ -83,6 +83,7 @@ class ProblemSession {
   absl::StatusOr<std::optional<Failure>> CheckGraphCapture(v1::Measurement& m);
   absl::StatusOr<std::optional<Failure>> CheckNoSkippedWork(v1::Measurement& m);
   absl::Status MeasureBaselineErrors();
+  double ExcessThreshold() const;
   std::optional<Failure> CheckStreams(const std::vector<Activity>& acts) const;
   // timing.cc
   absl::StatusOr<std::optional<Failure>> TimeAll(v1::Measurement& m);
@@ -108,6 +109,7 @@ class ProblemSession {
   std::vector<std::vector<std::string>> kernels_;  // per impl, names seen
   std::vector<int> kernels_per_call_;        // candidate's activity counts
   std::vector<double> baseline_rel_err_;     // per impl, on the first normal inputs
+  double baseline_excess_ = 0;               // worst vendor error beyond rounding
   ApiAudit audit_total_;                     // candidate's API use over audited calls
   int audited_calls_ = 0;
   int lt_auto_index_ = -1;
