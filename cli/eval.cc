@@ -19,8 +19,12 @@ namespace {
 
 void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
   std::cout << "candidate  " << c.name() << "\n";
-  std::cout << "build      " << v1::Verdict_Name(b.verdict()) << (b.cache_hit() ? " (cached)" : "")
-            << absl::StrFormat(" in %.1f s, nvcc %s, %s\n", b.seconds(), b.nvcc_version(), b.arch());
+  std::cout << "build      " << v1::Verdict_Name(b.verdict()) << (b.cache_hit() ? " (cached)" : "");
+  if (b.verdict() == v1::VERDICT_REJECTED) {
+    std::cout << " before compiling\n";
+  } else {
+    std::cout << absl::StrFormat(" in %.1f s, nvcc %s, %s\n", b.seconds(), b.nvcc_version(), b.arch());
+  }
   for (const v1::KernelUsage& k : b.usage()) {
     std::cout << absl::StrFormat("  kernel   %d registers, %d B smem, %d B stack, %d/%d B spill  %.60s\n",
                                  k.registers(), k.shared_bytes(), k.stack_frame_bytes(),

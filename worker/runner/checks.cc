@@ -10,6 +10,16 @@
 namespace anvil::runner {
 namespace {
 
+// Largest integer value for the large-sums probe: partial sums pass 2048
+// (where fp16 stops holding every integer) while every result stays below
+// fp16's 65504 and every fp32 partial sum is exact.
+int LargeSumsMax(int k) {
+  int r = static_cast<int>(std::sqrt(65504.0 / k));
+  return std::max(1, std::min(64, r));
+}
+
+}  // namespace
+
 int CountThreads() {
   int n = 0;
   if (DIR* d = opendir("/proc/self/task")) {
@@ -23,16 +33,6 @@ double NowUs() {
   using namespace std::chrono;
   return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
 }
-
-// Largest integer value for the large-sums probe: partial sums pass 2048
-// (where fp16 stops holding every integer) while every result stays below
-// fp16's 65504 and every fp32 partial sum is exact.
-int LargeSumsMax(int k) {
-  int r = static_cast<int>(std::sqrt(65504.0 / k));
-  return std::max(1, std::min(64, r));
-}
-
-}  // namespace
 
 struct ProblemSession::AuditedOutcome {
   int rc = 0;

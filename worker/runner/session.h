@@ -40,6 +40,11 @@ struct RunnerContext {
   DeviceMemory flush;           // protocol.flush_bytes, written to evict L2
 };
 
+// Threads of this process now (host threads a candidate starts show here).
+int CountThreads();
+// Host steady clock in microseconds.
+double NowUs();
+
 // Why a candidate failed; the Measurement carries it.
 struct Failure {
   v1::Verdict verdict;

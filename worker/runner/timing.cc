@@ -2,10 +2,7 @@
 // are measured in interleaved rounds, each round taking every figure for
 // every implementation in a rotated order, so the GPU's power state moves
 // them all alike.
-#include <dirent.h>
-
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -13,20 +10,6 @@
 
 namespace anvil::runner {
 namespace {
-
-double NowUs() {
-  using namespace std::chrono;
-  return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
-}
-
-int CountThreads() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
 
 void AddUnique(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
