@@ -108,9 +108,14 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
     if (!a.ok()) return a.status();
     ++out.runner_starts;
     if (a->info) out.info = a->info;
-    for (v1::LtAlgo& t : a->tuned) algos.push_back(t), out.tuned.push_back(std::move(t));
+    for (v1::LtAlgo& t : a->tuned) {
+      algos.push_back(t);
+      out.tuned.push_back(std::move(t));
+    }
     for (v1::Measurement& m : a->measurements) {
-      if (next < shapes.size()) out.measurements.push_back(std::move(m)), ++next;
+      if (next == shapes.size()) break;
+      out.measurements.push_back(std::move(m));
+      ++next;
     }
     if (next == shapes.size()) break;
     // The runner stopped before finishing: the problem it was on failed.

@@ -121,7 +121,6 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
 absl::Status ProblemSession::Regenerate() {
   ANVIL_CUDA(FillNormal(a_.data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
   ANVIL_CUDA(FillNormal(b_.data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
-  last_inputs_ = Inputs::kNormal;
   return PoisonAndGuard();
 }
 

@@ -120,7 +120,6 @@ class ProblemSession {
   int lt_auto_index_ = -1;
   uint32_t stream_id_ = 0, side_id_ = 0;
   uint64_t next_seed_ = 0;
-  Inputs last_inputs_ = Inputs::kNormal;
   int64_t free_before_ = 0;
   bool context_lost_ = false;
 };
