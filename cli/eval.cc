@@ -11,8 +11,8 @@
 #include "cli/cli.h"
 #include "proto/candidate.h"
 #include "proto/problem.h"
+#include "reward/reward.h"
 #include "server/local_worker.h"
-#include "server/seed_sweep.h"
 
 namespace anvil::cli {
 namespace {
@@ -50,21 +50,12 @@ void PrintMeasurement(const v1::Measurement& m) {
                                "warm", "call", "first", "rel_err");
   PrintRow("candidate", m.timings(), m.rel_err());
   for (const v1::Baseline& b : m.baselines()) PrintRow(b.name(), b.timings(), b.rel_err());
-  auto best = [&](auto get) {
-    double v = 0;
-    for (const v1::Baseline& b : m.baselines()) {
-      double x = get(b.timings());
-      if (x > 0 && (v == 0 || x < v)) v = x;
-    }
-    return v;
-  };
-  auto ratio = [&](auto get) { double c = get(m.timings()); return c > 0 ? best(get) / c : 0.0; };
-  std::cout << absl::StrFormat(
-      "speedup vs best baseline: device %.3fx  cold %.3fx  warm %.3fx  call %.3fx\n",
-      ratio([](const v1::Timings& t) { return t.device().median_us(); }),
-      ratio([](const v1::Timings& t) { return t.cold().median_us(); }),
-      ratio([](const v1::Timings& t) { return t.warm().median_us(); }),
-      ratio([](const v1::Timings& t) { return t.call().median_us(); }));
+  std::cout << "speedup vs best baseline:";
+  for (const char* figure : {"device", "cold", "warm", "call"}) {
+    double ours = FigureUs(m.timings(), figure);
+    std::cout << absl::StrFormat("  %s %.3fx", figure, ours > 0 ? BestBaselineUs(m, figure) / ours : 0.0);
+  }
+  std::cout << "\n";
   std::cout << absl::StrFormat("efficiency %.1f%% of speed-of-light (%.2f us); spread %.1f%%; "
                                "graph capturable: %s; kernels per call: %d\n",
                                100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),

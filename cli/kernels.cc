@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
 #include "proto/problem.h"
+#include "reward/reward.h"
 #include "store/store.h"
 
 namespace anvil::cli {
@@ -18,7 +19,7 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
     if (!l.ok()) return Report(l.status(), kUsage);
     layout = *l;
   }
-  if (figure != "device" && figure != "warm" && figure != "cold" && figure != "call") {
+  if (!IsFigure(figure)) {
     return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
   }
   StoreOptions opts;
@@ -45,17 +46,7 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
                                "kernel", figure + " us", "best base", "speedup");
   for (const v1::Kernel& k : *kernels) {
     const v1::Measurement& m = k.measurement();
-    auto pick = [&](const v1::Timings& t) {
-      if (figure == "warm") return t.warm().median_us();
-      if (figure == "cold") return t.cold().median_us();
-      if (figure == "call") return t.call().median_us();
-      return t.device().median_us();
-    };
-    double ours = pick(m.timings()), base = 0;
-    for (const v1::Baseline& b : m.baselines()) {
-      double v = pick(b.timings());
-      if (v > 0 && (base == 0 || v < base)) base = v;
-    }
+    double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
     std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx\n",
                                  m.problem().gpu(), ShapeName(m.problem().shape()),
                                  LayoutName(m.problem().layout()), k.candidate().name(), ours, base,

@@ -22,8 +22,12 @@ struct RewardValue {
 absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::string& figure);
 // The same for a candidate that never reached the runner.
 RewardValue BuildFailureReward(const v1::Build& build);
+// True for "device", "warm", "cold" and "call".
+bool IsFigure(const std::string& figure);
 // The median of `figure` in t (0 when absent).
 double FigureUs(const v1::Timings& t, const std::string& figure);
+// The fastest baseline's median of `figure` in m (us), 0 when none.
+double BestBaselineUs(const v1::Measurement& m, const std::string& figure);
 
 }  // namespace anvil
 

@@ -43,6 +43,16 @@ TEST(ComputeReward, RejectsUnknownFiguresAndMissingTimings) {
   EXPECT_FALSE(ComputeReward(m, "device").ok());
 }
 
+TEST(BestBaselineUs, PicksTheFastestMeasuredBaselinePerFigure) {
+  v1::Measurement m = Passed(50, 120, 100);
+  m.mutable_baselines(0)->mutable_timings()->mutable_warm()->set_median_us(7);
+  EXPECT_DOUBLE_EQ(BestBaselineUs(m, "device"), 100);
+  EXPECT_DOUBLE_EQ(BestBaselineUs(m, "warm"), 7);  // unmeasured figures are skipped
+  EXPECT_DOUBLE_EQ(BestBaselineUs(m, "cold"), 0);
+  EXPECT_TRUE(IsFigure("call"));
+  EXPECT_FALSE(IsFigure("median"));
+}
+
 TEST(BuildFailureReward, NamesTheKind) {
   v1::Build b;
   b.set_verdict(v1::VERDICT_COMPILE_ERROR);

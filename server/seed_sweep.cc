@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "reward/reward.h"
 
 namespace anvil {
 namespace {
@@ -29,7 +30,7 @@ std::string Line(const v1::Candidate& c, const v1::Measurement& m) {
     return absl::StrCat(ShapeName(m.problem().shape()), " ", LayoutName(m.problem().layout()), "  ",
                         c.name(), "  ", v1::Verdict_Name(m.verdict()), " ", m.reason());
   }
-  double base = BestBaselineDeviceUs(m), us = m.timings().device().median_us();
+  double base = BestBaselineUs(m, "device"), us = m.timings().device().median_us();
   return absl::StrFormat("%s %s  %s  device %.2f us, best baseline %.2f us, %.3fx",
                          ShapeName(m.problem().shape()), LayoutName(m.problem().layout()), c.name(),
                          us, base, us > 0 ? base / us : 0.0);
@@ -47,15 +48,6 @@ absl::Status Verify(Best& best, LocalWorker& worker, Store& store, const std::st
 }
 
 }  // namespace
-
-double BestBaselineDeviceUs(const v1::Measurement& m) {
-  double best = 0;
-  for (const v1::Baseline& b : m.baselines()) {
-    double v = b.timings().device().median_us();
-    if (v > 0 && (best == 0 || v < best)) best = v;
-  }
-  return best;
-}
 
 absl::StatusOr<SweepResult> RunSeedSweep(const std::vector<SeedFamily>& seeds,
                                          const std::vector<ShapeSpec>& problems,
@@ -110,7 +102,7 @@ absl::StatusOr<SweepResult> RunSeedSweep(const std::vector<SeedFamily>& seeds,
     *p.mutable_problem() = b.measurement.problem();
     p.set_best_candidate_id(b.candidate.id());
     p.set_best_us(b.measurement.timings().device().median_us());
-    p.set_best_baseline_us(BestBaselineDeviceUs(b.measurement));
+    p.set_best_baseline_us(BestBaselineUs(b.measurement, "device"));
     p.set_speedup(p.best_us() > 0 ? p.best_baseline_us() / p.best_us() : 0);
     (void)store.UpdateJobProblem(job_id, p);
     result.problems.push_back(p);

@@ -34,9 +34,6 @@ absl::StatusOr<SweepResult> RunSeedSweep(const std::vector<SeedFamily>& seeds,
                                          const std::string& job_id, LocalWorker& worker,
                                          Store& store, const ProgressFn& progress);
 
-// Fastest baseline by the device figure in `m` (us), 0 when none.
-double BestBaselineDeviceUs(const v1::Measurement& m);
-
 }  // namespace anvil
 
 #endif  // ANVIL_SERVER_SEED_SWEEP_H_

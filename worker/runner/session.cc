@@ -88,14 +88,19 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
     double best_us = 1e30;
     for (size_t i = 0; i < algos->size(); ++i) {
       (*best)->set_algo((*algos)[i]);
+      int rc = 0;
       ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
-      for (int r = 0; r < 10; ++r) (*best)->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+      for (int r = 0; r < 10 && rc == 0; ++r) {
+        rc = (*best)->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+      }
       ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
       ANVIL_CUDA(cudaEventSynchronize(ev1_));
+      if (rc != 0) continue;  // an algorithm that fails must not win by doing nothing
       float ms = 0;
       ANVIL_CUDA(cudaEventElapsedTime(&ms, ev0_, ev1_));
       if (ms * 100 < best_us) { best_us = ms * 100; algo = (*algos)[i]; lt_auto_index_ = int(i); }
     }
+    if (lt_auto_index_ < 0) return absl::InternalError("no cuBLASLt algorithm ran on this problem");
     v1::LtAlgo out;
     out.mutable_shape()->set_m(shape_.m);
     out.mutable_shape()->set_n(shape_.n);
