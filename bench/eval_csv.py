@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns `anvil --json eval` lines (one Kernel per problem) into the harness
+"""Turns `anvil --json eval` or `anvil --json kernels` lines (one Kernel per
+problem; `eval_csv.py -` names each row by its candidate) into the harness
 CSV: kernel,m,n,k,layout,correct,rel_err,device_us,cold_us,warm_us,call_us,
 first_call_us,cublas_device_us,cublas_warm_us,lt_heur_device_us,lt_heur_warm_us,
 lt_auto_device_us,lt_auto_warm_us,sol_us  (plus verdict, reason, seconds)."""
@@ -38,11 +39,14 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--header":
         print(COLS)
         return
-    kernel = sys.argv[1]
+    kernel = sys.argv[1]  # "-": the candidate's own name (anvil --json kernels)
     for line in sys.stdin:
         line = line.strip()
         if line.startswith("{") and '"measurement"' in line:
-            print(row(kernel, json.loads(line)))
+            doc = json.loads(line)
+            for rec in doc.get("kernels", [doc]):  # kernels: {"kernels": [Kernel...]}
+                name = rec.get("candidate", {}).get("name", "?") if kernel == "-" else kernel
+                print(row(name, rec))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "google/protobuf/message.h"
 
 namespace anvil::cli {
 
@@ -24,6 +25,8 @@ struct Globals {
 int Report(const absl::Status& status, ExitCode code);
 // The number of usable CUDA devices (0 without a driver or GPU), and why.
 int CountGpus(std::string* why);
+// One line of --json output: proto field names as in the .proto files.
+std::string ToJson(const google::protobuf::Message& message);
 // Printed wherever a GPU is needed and none is present.
 std::string NoGpuAdvice();
 
@@ -40,6 +43,10 @@ struct OptimizeArgs {
   std::string shapes_file;          // --shapes FILE ("M N K layout" lines)
   std::vector<std::string> shapes;  // --shape MxNxK (with --layout)
   std::string layout = "nt";
+  double budget_minutes = 60;       // --budget-minutes: this run's search time
+  int build_jobs = 0;               // --build-jobs: parallel nvcc (0: one per two cores)
+  bool seeds_only = false;          // --seeds-only: stage 0 only
+  std::string curve_file;           // --curve FILE: search curve CSV
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 

@@ -2,10 +2,20 @@
 
 #include <iostream>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
 
 namespace anvil::cli {
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, o);
+  return json;
+}
 
 int Report(const absl::Status& status, ExitCode code) {
   std::cerr << "anvil: " << status.message() << "\n";

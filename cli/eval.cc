@@ -4,7 +4,6 @@
 #include <iostream>
 #include <sstream>
 
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -127,11 +126,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     k.mutable_candidate()->clear_source();
     *k.mutable_build() = out->build;
     *k.mutable_measurement() = m;
-    std::string json;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(k, &json, o);
-    std::cout << json << "\n";
+    std::cout << ToJson(k) << "\n";
   }
   if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(out->build.verdict()) << "\"}}\n";
   return kOk;

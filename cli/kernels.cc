@@ -1,7 +1,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
@@ -32,9 +31,7 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
   if (g.json) {
     v1::ListKernelsResponse r;
     for (const v1::Kernel& k : *kernels) *r.add_kernels() = k;
-    std::string out;
-    (void)google::protobuf::util::MessageToJsonString(r, &out);
-    std::cout << out << "\n";
+    std::cout << ToJson(r) << "\n";
     return kOk;
   }
   if (kernels->empty()) {

@@ -22,6 +22,11 @@ int main(int argc, char** argv) {
   optimize->add_option("--shapes", opt.shapes_file, "file of 'M N K layout' lines");
   optimize->add_option("--shape", opt.shapes, "MxNxK (repeatable)");
   optimize->add_option("--layout", opt.layout, "nt (C = A*B^T) or nn (C = A*B) for --shape");
+  optimize->add_option("--budget-minutes", opt.budget_minutes,
+                       "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
+  optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
+  optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
+  optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
 
   EvalArgs ev;
   CLI::App* eval = app.add_subcommand("eval", "build one candidate file and measure it against cuBLAS");

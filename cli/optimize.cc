@@ -1,16 +1,20 @@
 // anvil optimize: search kernels for problems on this node and store the
-// winners (local mode: proposer, builder, runner and store in one process tree).
+// winners (local mode: proposer, builder, runner and store in one process
+// tree). Progress lines go to stdout as they happen; an interrupted or
+// budget-limited run resumes from the store when run again.
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
 #include "proto/problem.h"
 #include "seeds/seeds.h"
-#include "server/seed_sweep.h"
+#include "server/search.h"
 
 namespace anvil::cli {
 namespace {
@@ -33,12 +37,23 @@ absl::StatusOr<std::vector<ShapeSpec>> Problems(const OptimizeArgs& a) {
     if (!shape.ok()) return shape.status();
     specs.push_back({*shape, *layout});
   }
-  if (specs.empty()) {  // the embedded default: the bundled development shapes
+  if (specs.empty()) {  // the embedded default: a few development shapes
     absl::StatusOr<std::vector<ShapeSpec>> d = ParseShapesFile(
         "4096 4096 4096 nt\n16 4096 4096 nt\n1000 1000 1000 nt\n512 2048 512 nn\n");
     specs = *d;
   }
   return specs;
+}
+
+absl::Status WriteCurve(const std::string& path, const std::vector<CurvePoint>& curve) {
+  std::ofstream out(path);
+  out << "problem,candidates_tried,best_speedup_device,seconds,stage\n";
+  for (const CurvePoint& c : curve) {
+    out << absl::StrFormat("%s,%d,%.4f,%.1f,%s\n", c.problem, c.tried, c.speedup, c.seconds, c.stage);
+  }
+  out.close();
+  if (!out) return absl::ResourceExhaustedError("cannot write the search curve to " + path);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -55,7 +70,10 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
               << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
-  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create({});
+  LocalWorkerOptions wo;
+  wo.build_jobs = a.build_jobs > 0 ? a.build_jobs
+                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(wo);
   if (!worker.ok()) return Report(worker.status(), kUnavailable);
   absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(DefaultSeedsDir(Toolchain::ExecutableDir()));
   if (!seeds.ok()) return Report(seeds.status(), kFailed);
@@ -70,22 +88,44 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   if (absl::Status st = (*store)->CreateJob(job_id, req); !st.ok()) return Report(st, kDatabase);
   (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_RUNNING);
-  std::cout << "anvil optimize: job " << job_id << ", " << problems->size()
-            << " problems, embedded proposer (seed sweep; the structured knob search is not built yet)\n";
-  absl::StatusOr<SweepResult> r = RunSeedSweep(*seeds, *problems, job_id, **worker, **store,
-                                               [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });
+  std::cout << absl::StrFormat(
+      "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
+      "%d nvcc jobs\n",
+      job_id, problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+  SearchOptions so;
+  so.budget_seconds = a.budget_minutes * 60;
+  so.seeds_only = a.seeds_only;
+  absl::StatusOr<SearchResult> r =
+      RunSearch(*seeds, *problems, job_id, **worker, **store, so,
+                [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });
   if (!r.ok()) {
     (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_FAILED, std::string(r.status().message()));
     return Report(r.status(), kFailed);
   }
   (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_SUCCEEDED);
-  std::cout << absl::StrFormat("done: %d candidates built, %d measurements; best verified per problem:\n",
-                               r->candidates_built, r->measurements);
-  for (const v1::ProblemProgress& p : r->problems) {
-    std::cout << absl::StrFormat("  %-22s %-3s %10.2f us  best baseline %10.2f us  %.3fx\n",
-                                 ShapeName(p.problem().shape()), LayoutName(p.problem().layout()),
-                                 p.best_us(), p.best_baseline_us(), p.speedup());
+  if (!a.curve_file.empty()) {
+    if (absl::Status st = WriteCurve(a.curve_file, r->curve); !st.ok()) return Report(st, kFailed);
   }
+  const double minutes = std::max(r->wall_seconds, 1.0) / 60;
+  std::cout << absl::StrFormat(
+      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building), %d measurements "
+      "(%.1f/min, %.0f s measuring)\nbest verified per problem (device time):\n",
+      minutes, r->budget_exhausted ? " (budget spent: rerun to resume)" : "", r->candidates_built,
+      r->build_failures, r->candidates_built / minutes, r->build_seconds, r->measurements,
+      r->measurements / minutes, r->measure_seconds);
+  double log_sum = 0;
+  int n = 0;
+  for (const v1::ProblemProgress& p : r->problems) {
+    std::cout << absl::StrFormat("  %-22s %-3s %5d tried  %10.2f us  best baseline %10.2f us  %.3fx\n",
+                                 ShapeName(p.problem().shape()), LayoutName(p.problem().layout()),
+                                 p.candidates_tried(), p.best_us(), p.best_baseline_us(), p.speedup());
+    if (p.speedup() > 0) {
+      log_sum += std::log(p.speedup());
+      ++n;
+    }
+  }
+  if (n > 0) std::cout << absl::StrFormat("geomean speedup over the best baseline: %.3fx (%d problems)\n",
+                                          std::exp(log_sum / n), n);
   return kOk;
 }
 

@@ -33,6 +33,7 @@ SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
   k.name = std::string(n);
   k.default_value = Text(j.at("default"));
   k.reason = j.value("reason", "");
+  k.late = j.value("search", "") == "late";
   if (j.contains("values")) {
     for (const auto& v : j.at("values")) k.values.push_back(Text(v));
   } else if (j.contains("min")) {
@@ -44,6 +45,10 @@ SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
   return k;
 }
 
+absl::Status Malformed(const fs::path& dir, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat((dir / "seed.json").string(), ": ", why));
+}
+
 absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
   std::ifstream meta(dir / "seed.json");
   SeedFamily f;
@@ -52,6 +57,7 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
     f.name = dir.filename().string();
     f.description = j.value("description", "");
     f.arch = j.value("arch", "sm_90a");
+    f.searchable = j.value("searchable", true);
     for (const auto& l : j.at("layouts")) {
       absl::StatusOr<v1::Layout> layout = ParseLayout(l.get<std::string>());
       if (!layout.ok()) return layout.status();
@@ -59,14 +65,36 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
     }
     for (const auto& [name, knob] : j.at("knobs").items()) f.knobs.push_back(ParseKnob(name, knob));
     for (const auto& c : j.value("constraints", nlohmann::json::array())) {
-      f.constraints.push_back(c.value("rule", ""));
+      absl::StatusOr<Expr> e = Expr::Parse(c.value("rule", ""));
+      if (!e.ok()) return Malformed(dir, e.status().message());
+      f.constraints.push_back({*e, c.value("reason", "")});
+    }
+    for (const auto& s : j.value("suggested", nlohmann::json::array())) {
+      std::map<std::string, std::string> params;
+      for (const auto& [name, v] : s.items()) {
+        absl::string_view n = name;
+        absl::ConsumePrefix(&n, "ANVIL_");
+        params[std::string(n)] = Text(v);
+      }
+      f.suggested.push_back(std::move(params));
+    }
+    const nlohmann::json model = j.value("model", nlohmann::json::object());
+    for (const auto& [name, v] : model.items()) {
+      if (name == "about") continue;
+      if (v.is_number()) {
+        f.model_constants[name] = v.get<double>();
+        continue;
+      }
+      absl::StatusOr<Expr> e = Expr::Parse(Text(v));
+      if (!e.ok()) return Malformed(dir, e.status().message());
+      f.model.emplace(name, *e);
     }
     std::ifstream src(dir / j.value("file", "kernel.cu"));
     std::stringstream ss;
     ss << src.rdbuf();
     f.source = ss.str();
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat((dir / "seed.json").string(), ": ", e.what()));
+    return Malformed(dir, e.what());
   }
   if (f.source.empty()) return absl::NotFoundError(absl::StrCat("no kernel source in ", dir.string()));
   return f;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "anvil/v1/types.pb.h"
+#include "seeds/rules.h"
 
 namespace anvil {
 
@@ -19,15 +20,29 @@ struct SeedKnob {
   std::string default_value;
   std::vector<std::string> values;  // legal values (expanded from ranges)
   std::string reason;           // the hardware reason for the limits
+  // "late": tuned only around leaders (the search's evolutionary step), not
+  // enumerated in the first screen (e.g. raster order, register split).
+  bool late = false;
+};
+
+struct SeedRule {
+  Expr expr;                    // non-zero when the configuration is legal
+  std::string reason;
 };
 
 struct SeedFamily {
   std::string name;             // folder name, e.g. "03_wgmma_tma"
   std::string description;
   std::string arch;             // "sm_90a" or "sm_90"
+  bool searchable = true;       // false: a reference kernel the search never proposes
   std::vector<v1::Layout> layouts;
   std::vector<SeedKnob> knobs;
-  std::vector<std::string> constraints;  // rule expressions over ANVIL_ knobs
+  std::vector<SeedRule> constraints;  // over ANVIL_<KNOB> and ANVIL_LAYOUT_NT/NN
+  std::vector<std::map<std::string, std::string>> suggested;  // knob (no prefix) -> value
+  // Cost-model terms (expressions over the same variables), e.g. tile_m,
+  // tile_n, tile_k, split_k, ctas_per_sm; see server/cost_model.h.
+  std::map<std::string, Expr> model;
+  std::map<std::string, double> model_constants;  // e.g. efficiency, fixed_us
   std::string source;           // kernel.cu text
 };
 

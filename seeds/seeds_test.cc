@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "seeds/space.h"
+
 namespace anvil {
 namespace {
 
@@ -31,6 +33,26 @@ TEST(MakeSeedCandidate, AppliesDefaultsAndOverrides) {
   EXPECT_EQ(a.proposer(), "seed");
   v1::Candidate b = MakeSeedCandidate(f, v1::LAYOUT_NN);
   EXPECT_NE(a.id(), b.id());
+}
+
+// The defaults and suggested configurations must satisfy the family's own
+// rules, and each layout must have a search space.
+TEST(LoadSeeds, DefaultsAndSuggestionsAreLegal) {
+  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  for (const SeedFamily& f : *seeds) {
+    for (v1::Layout l : f.layouts) {
+      EXPECT_TRUE(CheckConfig(f, l, {}).ok()) << CheckConfig(f, l, {});
+      for (const KnobParams& s : f.suggested) {
+        // A suggestion may be for one layout only (e.g. an NT-only tile).
+        absl::Status st = CheckConfig(f, l, s);
+        if (!st.ok()) {
+          EXPECT_NE(st.message().find("LAYOUT"), std::string::npos) << st;
+        }
+      }
+      EXPECT_FALSE(LegalConfigs(f, l).empty()) << f.name;
+    }
+  }
 }
 
 TEST(LoadSeeds, MissingDirectoryIsAnError) {

@@ -33,18 +33,36 @@ struct CandidateOutcome {
   std::vector<int64_t> measurement_ids;       // store ids, when stored
 };
 
-class LocalWorker {
+// What a search needs from a worker: build, measure, and the device facts.
+// LocalWorker is the real one; the fleet's remote worker is the next.
+class KernelWorker {
+ public:
+  virtual ~KernelWorker() = default;
+  // Builds candidates in parallel; results[i] answers candidates[i].
+  virtual std::vector<absl::StatusOr<v1::Build>> BuildAll(
+      const std::vector<v1::Candidate>& candidates) = 0;
+  // Measures a built candidate on shapes of its layout (each in a fresh
+  // runner process). Stores the candidate, build, measurements and tuned
+  // cuBLASLt choices when `store` is given; a failed build is stored alone.
+  virtual absl::StatusOr<CandidateOutcome> Measure(const v1::Candidate& candidate,
+                                                   const v1::Build& build,
+                                                   const std::vector<v1::Shape>& shapes,
+                                                   Store* store,
+                                                   const std::optional<std::string>& job_id) = 0;
+  // The device facts, once a runner has started.
+  virtual const std::optional<v1::RunnerInfo>& runner_info() const = 0;
+};
+
+class LocalWorker : public KernelWorker {
  public:
   static absl::StatusOr<std::unique_ptr<LocalWorker>> Create(LocalWorkerOptions options);
 
-  // Builds candidates in parallel; results[i] answers candidates[i].
-  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates);
-  // Measures a built candidate on shapes of its layout. Stores the candidate,
-  // build, measurements and tuned cuBLASLt choices when `store` is given.
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(
+      const std::vector<v1::Candidate>& candidates) override;
   absl::StatusOr<CandidateOutcome> Measure(const v1::Candidate& candidate, const v1::Build& build,
                                            const std::vector<v1::Shape>& shapes, Store* store,
-                                           const std::optional<std::string>& job_id);
-  const std::optional<v1::RunnerInfo>& runner_info() const { return info_; }
+                                           const std::optional<std::string>& job_id) override;
+  const std::optional<v1::RunnerInfo>& runner_info() const override { return info_; }
   const Toolchain& toolchain() const { return toolchain_; }
 
  private:

@@ -1,0 +1,119 @@
+#include "server/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+
+namespace anvil {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double Log2Distance(double a, double b) {
+  return std::abs(std::log2(std::max(a, 1.0)) - std::log2(std::max(b, 1.0)));
+}
+
+double KnobDistance(const KnobParams& a, const KnobParams& b) {
+  double d = 0;
+  for (const auto& [k, va] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second == va) continue;
+    double x = 0, y = 0;
+    if (absl::SimpleAtod(va, &x) && absl::SimpleAtod(it->second, &y)) {
+      d += std::max(0.5, Log2Distance(x, y));
+    } else {
+      d += 1;
+    }
+  }
+  return d;
+}
+
+double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
+  return Log2Distance(a.m(), b.m()) + Log2Distance(a.n(), b.n()) + Log2Distance(a.k(), b.k());
+}
+
+}  // namespace
+
+absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
+                                 const KnobParams& params, const v1::Shape& shape,
+                                 const DeviceModel& device) {
+  absl::StatusOr<RuleVars> vars = KnobVars(family, layout, params);
+  if (!vars.ok()) return vars.status();
+  const int64_t M = shape.m(), N = shape.n(), K = shape.k();
+  const int64_t tm = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_m", 128));
+  const int64_t tn = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_n", 128));
+  const int64_t tk = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_k", 64));
+  const int64_t split = std::max<int64_t>(1, ModelTerm(family, *vars, "split_k", 1));
+  const int64_t per_sm = std::max<int64_t>(1, ModelTerm(family, *vars, "ctas_per_sm", 1));
+  // The fraction of one SM's tensor throughput a lone CTA can drive (per mille).
+  const double cta_rate =
+      std::clamp<double>(ModelTerm(family, *vars, "cta_rate_permille", 1000), 1, 1000) / 1000.0;
+  const double efficiency = ModelConstant(family, "efficiency", 0.8);
+  const double fixed_us = ModelConstant(family, "fixed_us", 3.0);
+  const double step_ns = ModelConstant(family, "step_ns", 40.0);  // one k-step's latency floor
+
+  Estimate e;
+  const int64_t tiles = CeilDiv(M, tm) * CeilDiv(N, tn);
+  e.waste = static_cast<double>(CeilDiv(M, tm) * tm * CeilDiv(N, tn) * tn) / (M * N) - 1.0;
+  e.ctas = tiles * split;
+  const int64_t slots = static_cast<int64_t>(device.sms) * per_sm;
+  e.waves = static_cast<double>(e.ctas) / slots;
+  const int64_t k_steps = CeilDiv(CeilDiv(K, tk), split);
+  // The busiest SM runs ceil(ctas / sms) CTAs, up to per_sm of them at once.
+  const int64_t load = CeilDiv(e.ctas, device.sms);
+  const int64_t together = std::min(load, per_sm);
+  const double sm_rate = device.flops_per_s * efficiency / device.sms;
+  const double cta_flops = 2.0 * tm * tn * k_steps * tk;
+  const double compute_s = load * cta_flops / (sm_rate * std::min(1.0, cta_rate * together));
+  const double latency_s = CeilDiv(load, per_sm) * k_steps * step_ns * 1e-9;
+  const double l2_s = e.ctas * (tm + tn) * k_steps * tk * 2.0 / device.l2_bytes_per_s;
+  // DRAM: operands once, C (or the fp32 partials) once.
+  const double c_bytes = split > 1 ? split * M * N * 4.0 : M * N * 2.0;
+  const double dram_s = ((M * K + N * K) * 2.0 + c_bytes) / device.dram_bytes_per_s;
+  // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
+  const double pipeline =
+      std::clamp<double>(ModelTerm(family, *vars, "pipeline_permille", 1000), 100, 1000) / 1000.0;
+  double body = compute_s / pipeline;
+  e.bound = "compute";
+  for (auto [t, name] : {std::pair{latency_s, "latency"}, {l2_s, "l2"}, {dram_s, "dram"}}) {
+    if (t > body) {
+      body = t;
+      e.bound = name;
+    }
+  }
+  e.us = body * 1e6 + fixed_us;
+  if (split > 1) {  // the reduce kernel: partials in, fp16 C out, one more launch
+    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
+  }
+  return e;
+}
+
+void CostModel::Observe(Observation o) { observations_.push_back(std::move(o)); }
+
+absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout layout,
+                                            const KnobParams& params, const v1::Shape& shape,
+                                            int k) const {
+  absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device_);
+  if (!e.ok()) return e;
+  const KnobParams full = WithDefaults(family, params);
+  std::vector<std::pair<double, double>> near;  // (distance, log ratio)
+  for (const Observation& o : observations_) {
+    if (o.family != family.name || o.measured_us <= 0 || o.predicted_us <= 0) continue;
+    double d = KnobDistance(full, o.params) + ShapeDistance(shape, o.shape);
+    near.emplace_back(d, std::log(o.measured_us / o.predicted_us));
+  }
+  if (near.empty()) return e;
+  const size_t n = std::min<size_t>(k, near.size());
+  std::partial_sort(near.begin(), near.begin() + n, near.end());
+  double w_sum = 0, acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double w = 1.0 / (1.0 + near[i].first);
+    w_sum += w;
+    acc += w * near[i].second;
+  }
+  e->us *= std::exp(acc / w_sum);
+  return e;
+}
+
+}  // namespace anvil

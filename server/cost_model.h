@@ -1,0 +1,74 @@
+// The embedded proposer's cheap cost model: a roofline and wave-quantisation
+// estimate of a seed configuration's device time on a shape, before any nvcc
+// time is spent, refined by what has been measured (nearest neighbours over
+// measured configurations). It orders and prunes; it never replaces a
+// measurement. The per-family terms (tile extents, split-K, CTAs per SM, the
+// fraction of an SM one CTA can drive, fixed latency) come from seed.json's
+// "model" section, so a new family describes itself: tile_m, tile_n, tile_k,
+// split_k, ctas_per_sm, cta_rate_permille (the share of an SM's tensor rate
+// one CTA drives), pipeline_permille (main-loop efficiency of the ring
+// depth); constants efficiency, fixed_us (launch + prologue + epilogue) and
+// step_ns (latency floor of one k-step). Thread-compatible.
+#ifndef ANVIL_SERVER_COST_MODEL_H_
+#define ANVIL_SERVER_COST_MODEL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "anvil/v1/types.pb.h"
+#include "seeds/space.h"
+
+namespace anvil {
+
+struct DeviceModel {
+  int sms = 132;
+  double flops_per_s = 7.6e14;   // dense fp16 rate cuBLAS reaches (H100 SXM)
+  double dram_bytes_per_s = 3.0e12;
+  double l2_bytes_per_s = 1.0e13;  // operand re-reads served by L2 (tile-size pressure)
+};
+
+struct Estimate {
+  double us = 0;         // predicted device time
+  double waste = 0;      // padded tile area / useful area - 1
+  int64_t ctas = 0;      // CTAs launched (tiles x split)
+  double waves = 0;      // ctas / concurrent CTA slots
+  std::string bound;     // "compute", "l2", "dram" or "latency"
+};
+
+// The estimate from first principles. REQUIRES: a legal configuration
+// (CheckConfig); InvalidArgument for a non-integer knob.
+absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
+                                 const KnobParams& params, const v1::Shape& shape,
+                                 const DeviceModel& device);
+
+// A measured configuration: its predicted and measured device time.
+struct Observation {
+  std::string family;
+  KnobParams params;
+  v1::Shape shape;
+  double predicted_us = 0;
+  double measured_us = 0;  // 0: failed (not used for refinement)
+};
+
+// Predict(), scaled by the measured/predicted ratio of the `k` nearest
+// observations of the same family (distance: log2 steps between knob values
+// plus log2 distance between shapes), weighted by closeness.
+class CostModel {
+ public:
+  explicit CostModel(DeviceModel device) : device_(device) {}
+  void Observe(Observation o);
+  absl::StatusOr<Estimate> Refined(const SeedFamily& family, v1::Layout layout,
+                                   const KnobParams& params, const v1::Shape& shape,
+                                   int k = 4) const;
+  const DeviceModel& device() const { return device_; }
+  size_t observations() const { return observations_.size(); }
+
+ private:
+  DeviceModel device_;
+  std::vector<Observation> observations_;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_COST_MODEL_H_

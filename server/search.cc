@@ -1,0 +1,573 @@
+#include "server/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "reward/reward.h"
+#include "seeds/space.h"
+
+namespace anvil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A configuration of a seed family for one layout, as a candidate.
+struct Config {
+  const SeedFamily* family = nullptr;
+  KnobParams params;
+  v1::Candidate candidate;
+  std::optional<v1::Build> build;  // once built
+  bool failed = false;             // did not build, or failed to load
+};
+
+// What the search knows about one problem.
+struct ProblemState {
+  ShapeSpec spec;
+  v1::Problem problem;             // with the GPU, once known
+  std::string name;                // "MxNxK nt"
+  std::set<std::string> measured;  // candidate ids measured on it (any verdict)
+  int tried = 0;
+  double baseline_us = 0;          // best baseline, device time
+  double best_us = std::numeric_limits<double>::infinity();
+  std::string best_id;             // candidate id
+  int64_t best_measurement = 0;
+  bool best_verified = false;
+  double Speedup() const { return best_id.empty() || best_us <= 0 ? 0 : baseline_us / best_us; }
+};
+
+class Search {
+ public:
+  Search(const std::vector<SeedFamily>& seeds, const std::vector<ShapeSpec>& problems,
+         const std::string& job_id, KernelWorker& worker, Store& store,
+         const SearchOptions& options, const ProgressFn& progress)
+      : seeds_(seeds), job_id_(job_id), worker_(worker), store_(store), options_(options),
+        progress_(progress), model_(options.device), start_(Clock::now()) {
+    for (const ShapeSpec& s : problems) {
+      ProblemState p;
+      p.spec = s;
+      p.name = absl::StrCat(ShapeName(s.shape), " ", LayoutName(s.layout));
+      problems_.push_back(std::move(p));
+    }
+  }
+
+  absl::StatusOr<SearchResult> Run() {
+    stage_ = "seeds";
+    std::vector<Config*> seeds_list;
+    for (const SeedFamily& f : seeds_) {
+      if (!f.searchable) continue;
+      for (v1::Layout l : Layouts()) {
+        if (std::find(f.layouts.begin(), f.layouts.end(), l) == f.layouts.end()) continue;
+        seeds_list.push_back(Intern(f, l, {}));
+        for (const KnobParams& s : f.suggested) {
+          if (CheckConfig(f, l, s).ok()) seeds_list.push_back(Intern(f, l, s));
+        }
+      }
+    }
+    if (absl::Status st = LearnGpu(seeds_list); !st.ok()) return st;
+    if (absl::Status st = LoadHistory(); !st.ok()) return st;
+    progress_(absl::StrFormat("resumed from the store: %d measurements on these problems, "
+                              "%d model observations", resumed_, model_.observations()));
+
+    // Stage 0: every seed configuration on every problem of its layout.
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    for (Config* c : seeds_list) {
+      for (ProblemState& p : problems_) {
+        if (p.spec.layout == c->candidate.layout()) plan[c].push_back(&p);
+      }
+    }
+    if (absl::Status st = Execute(plan); !st.ok()) return st;
+
+    if (!options_.seeds_only) {
+      stage_ = "screen";
+      if (absl::Status st = Execute(ScreenPlan()); !st.ok()) return st;
+      stage_ = "widen";
+      if (absl::Status st = Execute(WidenPlan()); !st.ok()) return st;
+      for (int g = 1; g <= options_.generations && !OverBudget(); ++g) {
+        stage_ = absl::StrCat("evolve-", g);
+        const double before = Geomean();
+        std::map<Config*, std::vector<ProblemState*>> evolve = EvolvePlan();
+        if (evolve.empty()) break;
+        if (absl::Status st = Execute(evolve); !st.ok()) return st;
+        if (Geomean() <= before * 1.001) break;  // nothing moved: converged
+      }
+    }
+    stage_ = "verify";
+    if (absl::Status st = VerifyWinners(); !st.ok()) return st;
+    result_.wall_seconds = Seconds();
+    for (ProblemState& p : problems_) {
+      v1::ProblemProgress pp;
+      *pp.mutable_problem() = p.problem;
+      pp.set_candidates_tried(p.tried);
+      if (p.best_verified) {
+        pp.set_best_candidate_id(p.best_id);
+        pp.set_best_us(p.best_us);
+        pp.set_speedup(p.Speedup());
+      }
+      pp.set_best_baseline_us(p.baseline_us);
+      (void)store_.UpdateJobProblem(job_id_, pp);
+      result_.problems.push_back(pp);
+    }
+    return result_;
+  }
+
+ private:
+  std::vector<v1::Layout> Layouts() const {
+    std::vector<v1::Layout> out;
+    for (const ProblemState& p : problems_) {
+      if (std::find(out.begin(), out.end(), p.spec.layout) == out.end()) out.push_back(p.spec.layout);
+    }
+    return out;
+  }
+
+  double Seconds() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+  bool OverBudget() {
+    if (Seconds() < options_.budget_seconds) return false;
+    if (!result_.budget_exhausted) {
+      progress_(absl::StrFormat("budget of %.0f s spent: stopping the search (rerun to resume)",
+                                options_.budget_seconds));
+    }
+    result_.budget_exhausted = true;
+    return true;
+  }
+
+  // The unique Config for (family, layout, params).
+  Config* Intern(const SeedFamily& f, v1::Layout layout, const KnobParams& params) {
+    v1::Candidate c = MakeSeedCandidate(f, layout, WithDefaults(f, params));
+    c.set_proposer("embedded");
+    auto [it, fresh] = configs_.try_emplace(c.id());
+    if (fresh) {
+      it->second.family = &f;
+      it->second.params = WithDefaults(f, params);
+      it->second.candidate = std::move(c);
+    }
+    return &it->second;
+  }
+
+  // The GPU is part of the problem key: learn it by measuring the first seed
+  // on the first problem of its layout (a real, stored measurement).
+  absl::Status LearnGpu(const std::vector<Config*>& seeds_list) {
+    for (Config* c : seeds_list) {
+      for (ProblemState& p : problems_) {
+        if (p.spec.layout != c->candidate.layout()) continue;
+        if (absl::Status st = Execute({{c, {&p}}}, /*within_budget=*/false); !st.ok()) return st;
+        if (worker_.runner_info()) break;
+      }
+      if (worker_.runner_info()) break;
+    }
+    if (!worker_.runner_info()) {
+      return absl::UnavailableError("no seed configuration could be built and run on this GPU");
+    }
+    return absl::OkStatus();
+  }
+
+  void SetProblemKeys() {
+    const v1::RunnerInfo& info = *worker_.runner_info();
+    for (ProblemState& p : problems_) p.problem = MakeProblem(info.gpu(), info.arch(), p.spec.shape, p.spec.layout);
+    model_ = CostModel([&] {
+      DeviceModel d = options_.device;
+      if (info.sm_count() > 0) d.sms = info.sm_count();
+      return d;
+    }());
+  }
+
+  // Reads back every measurement of these problems: what was tried, the
+  // bests, and the model's observations.
+  absl::Status LoadHistory() {
+    SetProblemKeys();
+    for (ProblemState& p : problems_) {  // the store has everything, LearnGpu's too
+      p.measured.clear();
+      p.tried = 0;
+      p.best_us = std::numeric_limits<double>::infinity();
+      p.best_id.clear();
+      p.best_verified = false;
+    }
+    std::map<std::string, std::optional<v1::Candidate>> candidates;
+    for (ProblemState& p : problems_) {
+      absl::StatusOr<std::vector<StoredMeasurement>> h = store_.SearchHistory(p.problem);
+      if (!h.ok()) return h.status();
+      for (const StoredMeasurement& m : *h) {
+        const std::string& id = m.measurement.candidate_id();
+        auto [it, fresh] = candidates.try_emplace(id);
+        if (fresh) {
+          absl::StatusOr<v1::Candidate> c = store_.GetCandidate(id);
+          if (c.ok()) it->second = *c;
+        }
+        ++resumed_;
+        Record(p, it->second ? &*it->second : nullptr, m.measurement, m.id, /*fresh=*/false);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const SeedFamily* FamilyOf(const v1::Candidate& c) const {
+    for (const SeedFamily& f : seeds_) {
+      if (f.name == c.family()) return &f;
+    }
+    return nullptr;
+  }
+
+  // Takes one measurement into the problem's state and the cost model.
+  void Record(ProblemState& p, const v1::Candidate* c, const v1::Measurement& m, int64_t id,
+              bool fresh) {
+    p.measured.insert(m.candidate_id());
+    ++p.tried;
+    const bool passed = m.verdict() == v1::VERDICT_PASSED;
+    if (passed) {
+      p.baseline_us = BestBaselineUs(m, "device");
+      const double us = m.timings().device().median_us();
+      // A kernel re-measured in the verify stage keeps its first figure;
+      // verification only promotes it.
+      if (m.candidate_id() == p.best_id) {
+        p.best_verified |= m.verified();
+      } else if (us > 0 && us < p.best_us) {
+        const double before = p.Speedup();
+        p.best_us = us;
+        p.best_id = m.candidate_id();
+        p.best_measurement = id;
+        p.best_verified = m.verified();
+        if (fresh) {
+          progress_(absl::StrFormat("[%s] %-22s %.3fx -> %.3fx  %s  (%.2f us; best baseline %.2f us)",
+                                    stage_, p.name, before, p.Speedup(), c ? c->name() : m.candidate_id(),
+                                    us, p.baseline_us));
+        }
+      }
+    }
+    if (fresh) result_.curve.push_back({p.name, p.tried, p.Speedup(), Seconds(), stage_});
+    const SeedFamily* f = c ? FamilyOf(*c) : nullptr;
+    if (f == nullptr) return;
+    KnobParams params(c->params().begin(), c->params().end());
+    absl::StatusOr<Estimate> e = Predict(*f, c->layout(), params, p.spec.shape, model_.device());
+    if (e.ok()) {
+      model_.Observe({f->name, params, p.spec.shape, e->us,
+                      passed ? m.timings().device().median_us() : 0.0});
+    }
+  }
+
+  // Builds what is not built (in parallel), then measures each configuration
+  // on its problems that have not seen it: compile once, measure many.
+  absl::Status Execute(const std::map<Config*, std::vector<ProblemState*>>& plan,
+                       bool within_budget = true) {
+    std::vector<Config*> order;
+    for (const auto& [c, ps] : plan) {
+      bool todo = false;
+      for (ProblemState* p : ps) todo |= !p->measured.count(c->candidate.id());
+      if (todo && !c->failed) order.push_back(c);
+    }
+    if (order.empty() || (within_budget && OverBudget())) return absl::OkStatus();
+    progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, order.size()));
+    std::vector<v1::Candidate> to_build;
+    std::vector<Config*> building;
+    for (Config* c : order) {
+      if (!c->build) {
+        // A build that failed in an earlier run is not tried again.
+        absl::StatusOr<std::optional<v1::Build>> before = store_.LatestBuild(c->candidate.id());
+        if (before.ok() && *before && (*before)->verdict() != v1::VERDICT_PASSED) {
+          c->failed = true;
+          continue;
+        }
+        to_build.push_back(c->candidate);
+        building.push_back(c);
+      }
+    }
+    const Clock::time_point b0 = Clock::now();
+    std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
+    result_.build_seconds += std::chrono::duration<double>(Clock::now() - b0).count();
+    for (size_t i = 0; i < builds.size(); ++i) {
+      if (!builds[i].ok()) return builds[i].status();
+      building[i]->build = *builds[i];
+      ++result_.candidates_built;
+      if (builds[i]->verdict() != v1::VERDICT_PASSED) {
+        building[i]->failed = true;
+        ++result_.build_failures;
+        progress_(absl::StrCat("[", stage_, "] ", building[i]->candidate.name(), " did not build: ",
+                               v1::Verdict_Name(builds[i]->verdict()), " ",
+                               builds[i]->error().substr(0, 300)));
+        // Stored, so a rerun does not build it again.
+        (void)worker_.Measure(building[i]->candidate, *builds[i], {}, &store_, job_id_);
+      }
+    }
+    for (Config* c : order) {
+      if (c->failed || !c->build) continue;
+      if (within_budget && OverBudget()) break;
+      std::vector<v1::Shape> shapes;
+      std::vector<ProblemState*> targets;
+      for (ProblemState* p : plan.at(c)) {
+        if (!p->measured.count(c->candidate.id())) {
+          shapes.push_back(p->spec.shape);
+          targets.push_back(p);
+        }
+      }
+      if (shapes.empty()) continue;
+      const Clock::time_point m0 = Clock::now();
+      absl::StatusOr<CandidateOutcome> out = worker_.Measure(c->candidate, *c->build, shapes, &store_, job_id_);
+      result_.measure_seconds += std::chrono::duration<double>(Clock::now() - m0).count();
+      if (!out.ok()) return out.status();
+      if (problems_.front().problem.gpu().empty() && worker_.runner_info()) SetProblemKeys();
+      for (size_t j = 0; j < out->measurements.size() && j < targets.size(); ++j) {
+        ++result_.measurements;
+        const int64_t id = j < out->measurement_ids.size() ? out->measurement_ids[j] : 0;
+        Record(*targets[j], &c->candidate, out->measurements[j], id, /*fresh=*/true);
+      }
+      bool all_failed = !out->measurements.empty();
+      for (const v1::Measurement& m : out->measurements) all_failed &= m.verdict() != v1::VERDICT_PASSED;
+      if (all_failed) {
+        progress_(absl::StrCat("[", stage_, "] ", c->candidate.name(), ": ",
+                               v1::Verdict_Name(out->measurements[0].verdict()), " ",
+                               out->measurements[0].reason()));
+      }
+    }
+    progress_(Status());
+    return absl::OkStatus();
+  }
+
+  std::string Status() const {
+    int ahead = 0;
+    for (const ProblemState& p : problems_) ahead += p.Speedup() >= 1.0;
+    const double minutes = std::max(Seconds(), 1.0) / 60;
+    return absl::StrFormat(
+        "[%s] %.1f min: %d built (%.1f/min), %d measured (%.1f/min); at or above the best "
+        "baseline on %d/%d problems; geomean %.3fx",
+        stage_, Seconds() / 60, result_.candidates_built, result_.candidates_built / minutes,
+        result_.measurements, result_.measurements / minutes, ahead, problems_.size(), Geomean());
+  }
+
+  double Geomean() const {
+    double log_sum = 0;
+    int n = 0;
+    for (const ProblemState& p : problems_) {
+      if (p.Speedup() <= 0) continue;
+      log_sum += std::log(p.Speedup());
+      ++n;
+    }
+    return n == 0 ? 0 : std::exp(log_sum / n);
+  }
+
+  // The legal configurations of every family for a layout (late knobs at
+  // their defaults), enumerated once.
+  const std::vector<std::pair<const SeedFamily*, KnobParams>>& Space(v1::Layout layout) {
+    auto [it, fresh] = spaces_.try_emplace(layout);
+    if (fresh) {
+      for (const SeedFamily& f : seeds_) {
+        if (f.model.empty()) continue;  // a family without a cost model is searched only at its seeds
+        if (std::find(f.layouts.begin(), f.layouts.end(), layout) == f.layouts.end()) continue;
+        for (KnobParams& p : LegalConfigs(f, layout)) it->second.emplace_back(&f, std::move(p));
+      }
+    }
+    return it->second;
+  }
+
+  // Ranks configurations for a problem: unmeasured, waste within bounds,
+  // cheapest by the first-principles model, then the best `refine` of those
+  // re-ranked by the refined model.
+  // With `diverse`, at most one configuration per (family, tile, split), so
+  // a screen spends its measurements on different shapes of work, not on
+  // variants the first-principles model cannot tell apart.
+  std::vector<std::pair<double, Config*>> Rank(
+      ProblemState& p, const std::vector<std::pair<const SeedFamily*, KnobParams>>& space,
+      size_t keep, bool diverse) {
+    std::vector<std::tuple<double, double, const SeedFamily*, const KnobParams*>> raw;
+    double tightest = std::numeric_limits<double>::infinity();
+    for (const auto& [f, params] : space) {
+      absl::StatusOr<Estimate> e = Predict(*f, p.spec.layout, params, p.spec.shape, model_.device());
+      if (!e.ok()) continue;
+      tightest = std::min(tightest, e->waste);
+      raw.emplace_back(e->us, e->waste, f, &params);
+    }
+    std::vector<std::tuple<double, const SeedFamily*, const KnobParams*>> kept;
+    for (const auto& [us, waste, f, params] : raw) {
+      if (waste <= tightest + options_.max_waste) kept.emplace_back(us, f, params);
+    }
+    const size_t refine = std::min(kept.size(), std::max<size_t>(keep * 40, 200));
+    std::partial_sort(kept.begin(), kept.begin() + refine, kept.end());
+    std::vector<std::pair<double, Config*>> ranked;
+    for (size_t i = 0; i < refine; ++i) {
+      const auto& [us, f, params] = kept[i];
+      Config* c = Intern(*f, p.spec.layout, *params);
+      if (c->failed || p.measured.count(c->candidate.id())) continue;
+      absl::StatusOr<Estimate> e = model_.Refined(*f, p.spec.layout, *params, p.spec.shape);
+      ranked.emplace_back(e.ok() ? e->us : us, c);
+    }
+    std::sort(ranked.begin(), ranked.end());
+    std::vector<std::pair<double, Config*>> out;
+    std::set<std::string> kinds;
+    for (const auto& [us, c] : ranked) {
+      if (out.size() == keep) break;
+      if (diverse && !kinds.insert(WorkKind(*c)).second) continue;
+      out.emplace_back(us, c);
+    }
+    return out;
+  }
+
+  static std::string WorkKind(const Config& c) {
+    absl::StatusOr<RuleVars> v = KnobVars(*c.family, c.candidate.layout(), c.params);
+    if (!v.ok()) return c.candidate.id();
+    return absl::StrCat(c.family->name, ":", ModelTerm(*c.family, *v, "tile_m", 0), "x",
+                        ModelTerm(*c.family, *v, "tile_n", 0), "/", ModelTerm(*c.family, *v, "split_k", 1));
+  }
+
+  std::map<Config*, std::vector<ProblemState*>> ScreenPlan() {
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    for (ProblemState& p : problems_) {
+      for (const auto& [us, c] : Rank(p, Space(p.spec.layout), options_.screen_per_problem, /*diverse=*/true)) {
+        plan[c].push_back(&p);
+      }
+    }
+    return plan;
+  }
+
+  // The problem's correct candidates, fastest first, from this run's configs.
+  std::vector<Config*> Leaders(const ProblemState& p, size_t n) {
+    std::vector<std::pair<double, Config*>> passed;
+    for (const StoredMeasurement& m : History(p)) {
+      if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
+      auto it = configs_.find(m.measurement.candidate_id());
+      if (it == configs_.end()) {
+        absl::StatusOr<v1::Candidate> c = store_.GetCandidate(m.measurement.candidate_id());
+        const SeedFamily* f = c.ok() ? FamilyOf(*c) : nullptr;
+        if (f == nullptr) continue;
+        Config* made = Intern(*f, c->layout(), KnobParams(c->params().begin(), c->params().end()));
+        if (made->candidate.id() != m.measurement.candidate_id()) continue;  // source changed since
+        it = configs_.find(made->candidate.id());
+      }
+      passed.emplace_back(m.measurement.timings().device().median_us(), &it->second);
+    }
+    std::sort(passed.begin(), passed.end());
+    std::vector<Config*> out;
+    for (const auto& [us, c] : passed) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      if (out.size() == n) break;
+    }
+    return out;
+  }
+
+  std::vector<StoredMeasurement> History(const ProblemState& p) {
+    absl::StatusOr<std::vector<StoredMeasurement>> h = store_.SearchHistory(p.problem);
+    return h.ok() ? *h : std::vector<StoredMeasurement>{};
+  }
+
+  // Successive halving: each problem's leaders go to the other problems of
+  // their layout where the refined model puts them within 1.5x of that
+  // problem's best so far.
+  std::map<Config*, std::vector<ProblemState*>> WidenPlan() {
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    for (ProblemState& from : problems_) {
+      for (Config* c : Leaders(from, options_.widen_per_problem)) {
+        for (ProblemState& to : problems_) {
+          if (&to == &from || to.spec.layout != c->candidate.layout() ||
+              to.measured.count(c->candidate.id())) {
+            continue;
+          }
+          absl::StatusOr<Estimate> e = model_.Refined(*c->family, c->candidate.layout(), c->params,
+                                                      to.spec.shape);
+          if (e.ok() && (to.best_id.empty() || e->us < 1.5 * to.best_us)) plan[c].push_back(&to);
+        }
+      }
+    }
+    return plan;
+  }
+
+  // One generation: the neighbours of each problem's leader, best by the
+  // refined model.
+  std::map<Config*, std::vector<ProblemState*>> EvolvePlan() {
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    for (ProblemState& p : problems_) {
+      std::vector<Config*> lead = Leaders(p, 1);
+      if (lead.empty()) continue;
+      std::vector<std::pair<const SeedFamily*, KnobParams>> around;
+      for (KnobParams& n : Neighbours(*lead[0]->family, p.spec.layout, lead[0]->params)) {
+        around.emplace_back(lead[0]->family, std::move(n));
+      }
+      for (const auto& [us, c] : Rank(p, around, options_.evolve_per_problem, /*diverse=*/false)) plan[c].push_back(&p);
+    }
+    return plan;
+  }
+
+  // Re-measures each problem's best on fresh inputs in a new runner and
+  // promotes it if it passes; a best that fails falls back to the next.
+  absl::Status VerifyWinners() {
+    for (ProblemState& p : problems_) {
+      for (int attempt = 0; attempt < 3 && !p.best_id.empty() && !p.best_verified; ++attempt) {
+        auto it = configs_.find(p.best_id);
+        if (it == configs_.end()) {
+          absl::StatusOr<v1::Candidate> c = store_.GetCandidate(p.best_id);
+          const SeedFamily* f = c.ok() ? FamilyOf(*c) : nullptr;
+          if (f == nullptr) break;
+          Config* made = Intern(*f, c->layout(), KnobParams(c->params().begin(), c->params().end()));
+          it = configs_.find(made->candidate.id());
+          if (it->first != p.best_id) break;
+        }
+        Config& c = it->second;
+        if (!c.build) {
+          std::vector<absl::StatusOr<v1::Build>> b = worker_.BuildAll({c.candidate});
+          if (!b[0].ok()) return b[0].status();
+          c.build = *b[0];
+        }
+        absl::StatusOr<CandidateOutcome> again =
+            worker_.Measure(c.candidate, *c.build, {p.spec.shape}, &store_, job_id_);
+        if (!again.ok()) return again.status();
+        if (!again->measurements.empty() &&
+            again->measurements[0].verdict() == v1::VERDICT_PASSED) {
+          if (absl::Status st = store_.MarkVerified(p.best_measurement); !st.ok()) return st;
+          p.best_verified = true;
+          progress_(absl::StrFormat("[verify] %-22s %s verified: %.3fx", p.name, c.candidate.name(), p.Speedup()));
+          break;
+        }
+        progress_(absl::StrCat("[verify] ", p.name, " ", c.candidate.name(), " failed its re-check: ",
+                               again->measurements.empty() ? "no result" : again->measurements[0].reason()));
+        // Fall back to the fastest other correct candidate.
+        std::string failed = p.best_id;
+        p.best_id.clear();
+        p.best_us = std::numeric_limits<double>::infinity();
+        for (const StoredMeasurement& m : History(p)) {
+          const v1::Measurement& x = m.measurement;
+          if (x.verdict() == v1::VERDICT_PASSED && x.candidate_id() != failed &&
+              x.timings().device().median_us() < p.best_us) {
+            p.best_us = x.timings().device().median_us();
+            p.best_id = x.candidate_id();
+            p.best_measurement = m.id;
+            p.best_verified = x.verified();
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const std::vector<SeedFamily>& seeds_;
+  std::string job_id_;
+  KernelWorker& worker_;
+  Store& store_;
+  SearchOptions options_;
+  ProgressFn progress_;
+  CostModel model_;
+  Clock::time_point start_;
+  std::string stage_;
+  std::vector<ProblemState> problems_;
+  std::map<std::string, Config> configs_;  // by candidate id; stable addresses
+  std::map<v1::Layout, std::vector<std::pair<const SeedFamily*, KnobParams>>> spaces_;
+  SearchResult result_;
+  int resumed_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
+                                       const std::vector<ShapeSpec>& problems,
+                                       const std::string& job_id, KernelWorker& worker,
+                                       Store& store, const SearchOptions& options,
+                                       const ProgressFn& progress) {
+  if (problems.empty()) return absl::InvalidArgumentError("no problems to search");
+  if (seeds.empty()) return absl::FailedPreconditionError("no seed families loaded");
+  return Search(seeds, problems, job_id, worker, store, options, progress).Run();
+}
+
+}  // namespace anvil

@@ -1,0 +1,83 @@
+// The embedded proposer's search (local mode): no LLM, only the seed
+// families' knobs. Stages, each "compile once, measure many" (a configuration
+// is built once and measured on every shape it is sent to):
+//   0 seeds   every family's default and suggested configurations on every
+//             problem of their layouts;
+//   1 screen  for each problem, the legal configurations (seed.json rules),
+//             pruned by tile-versus-shape waste and ordered by the cost model
+//             (roofline + wave quantisation, refined by nearest measured
+//             neighbours); the best few per problem are measured there;
+//   2 widen   successive halving over problems: the leaders of each problem
+//             (top third of what it measured) are measured on the other
+//             problems of their layout where the model gives them a chance;
+//   3 evolve  generations of one- and two-knob moves around each problem's
+//             leader (late knobs such as raster order and register split
+//             included), ordered by the refined model, until a generation
+//             improves nothing or the budget is spent;
+//   4 verify  each problem's fastest correct kernel is re-measured on fresh
+//             inputs in a new runner and promoted (verified) only if it passes.
+// Everything measured goes to the store first; a rerun reads the store back
+// (what was measured, the bests, the model's observations) and measures only
+// what is new, so an interrupted search resumes where it stopped.
+// Thread-compatible.
+#ifndef ANVIL_SERVER_SEARCH_H_
+#define ANVIL_SERVER_SEARCH_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/problem.h"
+#include "seeds/seeds.h"
+#include "server/cost_model.h"
+#include "server/local_worker.h"
+#include "store/store.h"
+
+namespace anvil {
+
+struct SearchOptions {
+  double budget_seconds = 3600;   // wall time of this run; the verify stage runs regardless
+  int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
+  int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
+  int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
+  int generations = 4;            // stage 3: at most this many generations
+  double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
+  bool seeds_only = false;        // stop after stage 0
+  DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
+};
+
+// One point of a problem's search curve: after `tried` candidates measured
+// on it, the best correct speedup over the best baseline (device time).
+struct CurvePoint {
+  std::string problem;  // ShapeName + layout
+  int tried = 0;
+  double speedup = 0;
+  double seconds = 0;   // since the run started
+  std::string stage;
+};
+
+struct SearchResult {
+  std::vector<v1::ProblemProgress> problems;  // best verified per problem
+  std::vector<CurvePoint> curve;
+  int candidates_built = 0;       // built this run (cache misses and hits)
+  int build_failures = 0;
+  int measurements = 0;           // measured this run
+  double build_seconds = 0;       // wall time spent building
+  double measure_seconds = 0;     // wall time spent measuring
+  double wall_seconds = 0;
+  bool budget_exhausted = false;
+};
+
+// Called for every event worth showing a person (one line, no newline).
+using ProgressFn = std::function<void(const std::string& line)>;
+
+absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
+                                       const std::vector<ShapeSpec>& problems,
+                                       const std::string& job_id, KernelWorker& worker,
+                                       Store& store, const SearchOptions& options,
+                                       const ProgressFn& progress);
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_SEARCH_H_

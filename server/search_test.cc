@@ -1,0 +1,274 @@
+// The search's logic on a test double of the GPU worker: stages, compile once
+// measure many, resume from the store, verification and its fallback. The
+// real worker and GPU are exercised by the device runs (bench/).
+#include "server/search.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "proto/candidate.h"
+
+namespace anvil {
+namespace {
+
+v1::Shape Shape(int64_t m, int64_t n, int64_t k) {
+  v1::Shape s;
+  s.set_m(m);
+  s.set_n(n);
+  s.set_k(k);
+  return s;
+}
+
+SeedFamily TiledFamily() {
+  SeedFamily f;
+  f.name = "99_tiled";
+  f.arch = "sm_90a";
+  f.source = "// a tiled kernel (never compiled by the test double)\n";
+  f.layouts = {v1::LAYOUT_NT, v1::LAYOUT_NN};
+  f.knobs = {{"BM", "128", {"64", "128", "256"}, "rows", false},
+             {"BN", "128", {"64", "128", "256"}, "cols", false},
+             {"SPLIT_K", "1", {"1", "2", "4", "8"}, "k splits", false},
+             {"GROUP_M", "8", {"1", "8"}, "raster", true}};
+  f.constraints.push_back({*Expr::Parse("ANVIL_BM * ANVIL_BN <= 32768"), "registers"});
+  f.suggested = {{{"BM", "64"}, {"BN", "64"}}};
+  f.model.emplace("tile_m", *Expr::Parse("ANVIL_BM"));
+  f.model.emplace("tile_n", *Expr::Parse("ANVIL_BN"));
+  f.model.emplace("split_k", *Expr::Parse("ANVIL_SPLIT_K"));
+  f.model_constants = {{"efficiency", 0.9}};
+  return f;
+}
+
+// Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
+// to compile), "measures" with a fixed synthetic time per configuration and
+// shape, and stores like the real one.
+class FakeGpuWorkerForTest : public KernelWorker {
+ public:
+  explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
+
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& cs) override {
+    std::vector<absl::StatusOr<v1::Build>> out;
+    for (const v1::Candidate& c : cs) {
+      ++builds[c.id()];
+      v1::Build b;
+      b.set_candidate_id(c.id());
+      b.set_arch(c.arch());
+      const bool bad = c.params().at("BM") == "64" && c.params().at("BN") == "256";
+      b.set_verdict(bad ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+      if (bad) b.set_error("ptxas: too many resources requested");
+      b.set_artifact("/nonexistent/candidate.so");
+      out.push_back(b);
+    }
+    return out;
+  }
+
+  absl::StatusOr<CandidateOutcome> Measure(const v1::Candidate& c, const v1::Build& build,
+                                           const std::vector<v1::Shape>& shapes, Store* store,
+                                           const std::optional<std::string>& job_id) override {
+    CandidateOutcome out;
+    out.build = build;
+    if (absl::Status st = store->PutCandidate(c); !st.ok()) return st;
+    if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
+    if (build.verdict() != v1::VERDICT_PASSED) return out;
+    info_ = v1::RunnerInfo();
+    info_->set_gpu("FAKE-GPU");
+    info_->set_arch("sm_90a");
+    info_->set_sm_count(132);
+    for (const v1::Shape& s : shapes) {
+      const int n = ++measured[{c.id(), ShapeName(s), c.layout()}];
+      v1::Measurement m;
+      m.set_candidate_id(c.id());
+      *m.mutable_problem() = MakeProblem("FAKE-GPU", "sm_90a", s, c.layout());
+      const bool flaky = c.id() == flaky_id && n > 1;
+      m.set_verdict(flaky ? v1::VERDICT_INCORRECT : v1::VERDICT_PASSED);
+      if (flaky) m.set_reason("wrong_result");
+      m.mutable_timings()->mutable_device()->set_median_us(TrueUs(c, s));
+      v1::Baseline* b = m.add_baselines();
+      b->set_name("cublas");
+      b->mutable_timings()->mutable_device()->set_median_us(BaselineUs(s));
+      out.measurements.push_back(m);
+    }
+    absl::StatusOr<std::vector<int64_t>> ids = store->PutMeasurements(out.measurements, job_id);
+    if (!ids.ok()) return ids.status();
+    out.measurement_ids = *ids;
+    return out;
+  }
+
+  const std::optional<v1::RunnerInfo>& runner_info() const override { return info_; }
+
+  // The model's estimate, with a twist it cannot know: GROUP_M=1 is 10%
+  // faster (only the evolve stage moves late knobs).
+  double TrueUs(const v1::Candidate& c, const v1::Shape& s) const {
+    KnobParams p(c.params().begin(), c.params().end());
+    absl::StatusOr<Estimate> e = Predict(family_, c.layout(), p, s, DeviceModel());
+    return e->us * (p.at("GROUP_M") == "1" ? 0.9 : 1.0);
+  }
+  static double BaselineUs(const v1::Shape& s) { return 2.0 * s.m() * s.n() * s.k() / 7e14 * 1e6 + 4; }
+
+  std::map<std::string, int> builds;
+  std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
+  std::string flaky_id;  // measures correctly once, then fails
+
+ private:
+  SeedFamily family_;
+  std::optional<v1::RunnerInfo> info_;
+};
+
+class SearchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::TempDir() + "/search_test_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::filesystem::remove(path_);
+    seeds_ = {TiledFamily()};
+    problems_ = {{Shape(4096, 4096, 4096), v1::LAYOUT_NT},
+                 {Shape(256, 64, 12288), v1::LAYOUT_NN},
+                 {Shape(1000, 1000, 1000), v1::LAYOUT_NT}};
+  }
+  std::unique_ptr<Store> Open() {
+    absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(path_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return std::move(*s);
+  }
+  absl::StatusOr<SearchResult> Search(FakeGpuWorkerForTest& w, Store& store, SearchOptions o,
+                                      std::vector<std::string>* lines = nullptr) {
+    const std::string job = absl::StrCat("job-", ++jobs_);
+    v1::OptimizeKernelRequest req;
+    EXPECT_TRUE(store.CreateJob(job, req).ok());
+    return RunSearch(seeds_, problems_, job, w, store, o, [&](const std::string& l) {
+      if (lines) lines->push_back(l);
+    });
+  }
+  std::string path_;
+  std::vector<SeedFamily> seeds_;
+  std::vector<ShapeSpec> problems_;
+  int jobs_ = 0;
+};
+
+TEST_F(SearchTest, FindsAndVerifiesTheBestItMeasuredPerProblem) {
+  FakeGpuWorkerForTest w(TiledFamily());
+  std::unique_ptr<Store> store = Open();
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> r = Search(w, *store, SearchOptions(), &lines);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->problems.size(), 3u);
+  EXPECT_GT(r->measurements, 12);
+  EXPECT_FALSE(r->budget_exhausted);
+  for (const v1::ProblemProgress& p : r->problems) {
+    ASSERT_FALSE(p.best_candidate_id().empty()) << ProblemName(p.problem());
+    // The winner is the fastest of everything measured on the problem.
+    absl::StatusOr<std::vector<StoredMeasurement>> h = store->SearchHistory(p.problem());
+    ASSERT_TRUE(h.ok());
+    double fastest = 1e30;
+    for (const StoredMeasurement& m : *h) {
+      if (m.measurement.verdict() == v1::VERDICT_PASSED) {
+        fastest = std::min(fastest, m.measurement.timings().device().median_us());
+      }
+    }
+    EXPECT_DOUBLE_EQ(p.best_us(), fastest);
+    EXPECT_GT(p.candidates_tried(), 3);
+    absl::StatusOr<std::optional<v1::Kernel>> best = store->BestKernel(p.problem(), "device");
+    ASSERT_TRUE(best.ok() && best->has_value());
+    EXPECT_EQ((*best)->candidate().id(), p.best_candidate_id());  // verified in the store
+  }
+  // The skinny long-K problem is won by a split-K configuration, and the
+  // late raster knob was tuned by the evolve stage somewhere.
+  absl::StatusOr<v1::Candidate> skinny = store->GetCandidate(r->problems[1].best_candidate_id());
+  ASSERT_TRUE(skinny.ok());
+  EXPECT_NE(skinny->params().at("SPLIT_K"), "1");
+  bool tuned_late = false;
+  for (const v1::ProblemProgress& p : r->problems) {
+    tuned_late |= store->GetCandidate(p.best_candidate_id())->params().at("GROUP_M") == "1";
+  }
+  EXPECT_TRUE(tuned_late);
+  // Compile once, measure many: every configuration built once at most;
+  // each (configuration, problem) measured once, plus the winner's re-check
+  // and the first measurement that learns the GPU.
+  for (const auto& [id, n] : w.builds) EXPECT_EQ(n, 1) << id;
+  int twice = 0;
+  for (const auto& [key, n] : w.measured) {
+    EXPECT_LE(n, 2);
+    twice += n == 2;
+  }
+  EXPECT_LE(twice, 4);
+  EXPECT_GT(r->build_failures, 0);
+  EXPECT_FALSE(r->curve.empty());
+  bool shown = false;
+  for (const std::string& l : lines) shown |= l.find("->") != std::string::npos;
+  EXPECT_TRUE(shown) << "no best-so-far progress line";
+}
+
+TEST_F(SearchTest, ResumesFromTheStoreWithoutMeasuringAnythingTwice) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest first(TiledFamily());
+  SearchOptions seeds_only;
+  seeds_only.seeds_only = true;
+  ASSERT_TRUE(Search(first, *store, seeds_only).ok());
+  FakeGpuWorkerForTest second(TiledFamily());  // a new process: knows nothing
+  absl::StatusOr<SearchResult> r = Search(second, *store, SearchOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const auto& [key, n] : second.measured) {
+    // Seeds measured by the first run are not measured again (except the
+    // one measurement that learns the GPU and the re-checks of winners).
+    if (first.measured.count(key)) {
+      EXPECT_LE(n, 2);
+    }
+  }
+  int remeasured = 0;
+  for (const auto& [key, n] : second.measured) remeasured += first.measured.count(key);
+  EXPECT_LE(remeasured, 1 + 3);
+  // A configuration that failed to build in the first run is not rebuilt.
+  for (const auto& [id, n] : first.builds) {
+    absl::StatusOr<std::optional<v1::Build>> b = store->LatestBuild(id);
+    if (b.ok() && *b && (*b)->verdict() != v1::VERDICT_PASSED) {
+      EXPECT_EQ(second.builds.count(id), 0u);
+    }
+  }
+}
+
+TEST_F(SearchTest, BudgetStopsTheSearchButStillVerifies) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(TiledFamily());
+  SearchOptions o;
+  o.budget_seconds = 0;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->budget_exhausted);
+  EXPECT_LE(r->measurements, 2);
+}
+
+TEST_F(SearchTest, AWinnerThatFailsItsRecheckFallsBackToTheNext) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest probe(TiledFamily());
+  problems_ = {{Shape(4096, 4096, 4096), v1::LAYOUT_NT}};
+  SearchOptions o;
+  absl::StatusOr<SearchResult> r = Search(probe, *store, o);
+  ASSERT_TRUE(r.ok());
+  const std::string winner = r->problems[0].best_candidate_id();
+  // Same search on a fresh store, with the winner failing its re-check.
+  path_ += ".2";
+  std::filesystem::remove(path_);
+  std::unique_ptr<Store> fresh = Open();
+  FakeGpuWorkerForTest w(TiledFamily());
+  w.flaky_id = winner;
+  absl::StatusOr<SearchResult> again = Search(w, *fresh, o);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->problems[0].best_candidate_id().empty());
+  EXPECT_NE(again->problems[0].best_candidate_id(), winner);
+  EXPECT_GE(again->problems[0].best_us(), r->problems[0].best_us());
+}
+
+TEST(RunSearch, RefusesEmptyInput) {
+  FakeGpuWorkerForTest w(TiledFamily());
+  absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(testing::TempDir() + "/search_empty.db");
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(RunSearch({TiledFamily()}, {}, "j", w, **s, {}, [](const std::string&) {}).ok());
+  EXPECT_FALSE(RunSearch({}, {{Shape(1, 1, 1), v1::LAYOUT_NT}}, "j", w, **s, {},
+                         [](const std::string&) {}).ok());
+}
+
+}  // namespace
+}  // namespace anvil
