@@ -45,7 +45,7 @@ constexpr char kDiagnosticFlood[] = R"(#if __INCLUDE_LEVEL__ < 24
 class BombTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    nvcc_ = ANVIL_TEST_NVCC;
+    nvcc_ = testing::ToolPath("ANVIL_TEST_NVCC", ANVIL_TEST_NVCC);
     if (nvcc_.empty() || access(nvcc_.c_str(), X_OK) != 0) {
       GTEST_SKIP() << "no nvcc found at build time ('" << nvcc_ << "'): compile bombs not tried";
     }

@@ -64,7 +64,7 @@ TEST(SeccompTest, HostileCodeSlipsPastThePolicyButIsContained) {
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_TRUE(v->empty()) << "token pasting hides the names from the policy: " << (*v)[0].message;
 
-  const std::string cxx = ANVIL_TEST_CXX;
+  const std::string cxx = testing::ToolPath("ANVIL_TEST_CXX", ANVIL_TEST_CXX);
   if (cxx.empty() || access(cxx.c_str(), X_OK) != 0) GTEST_SKIP() << "no C++ compiler: " << cxx;
   ScratchDir dir = testing::MakeScratch();
   std::ofstream(dir.path() + "/hostile.cc") << kHostileSource;

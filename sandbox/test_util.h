@@ -51,7 +51,15 @@ inline Spec ShellSpec(const std::string& work_dir, const std::string& script,
   return s;
 }
 
-inline std::string HelperPath() { return ANVIL_SANDBOX_TEST_HELPER; }
+// A tool the build found (a path baked in at build time) unless the
+// environment names another: the bundle runs these tests on nodes where the
+// build tree does not exist (bin/anvil-node-checks sets them).
+inline std::string ToolPath(const char* env_name, const char* built) {
+  const char* v = getenv(env_name);
+  return v != nullptr && *v != '\0' ? v : built;
+}
+
+inline std::string HelperPath() { return ToolPath("ANVIL_SANDBOX_TEST_HELPER", ANVIL_SANDBOX_TEST_HELPER); }
 
 inline Spec HelperSpec(const std::string& work_dir, std::vector<std::string> args,
                        Isolation isolation = Isolation::kAuto) {
@@ -62,6 +70,11 @@ inline Spec HelperSpec(const std::string& work_dir, std::vector<std::string> arg
   s.work_dir = work_dir;
   s.isolation = isolation;
   s.binds.push_back({HelperPath(), "", false});
+  // Where the helper's shared libraries are not under /usr (the bundle's
+  // lib/), the namespace sandbox must show them too.
+  if (const std::string libs = ToolPath("ANVIL_SANDBOX_TEST_LIBS", ""); !libs.empty()) {
+    s.binds.push_back({libs, "", false});
+  }
   s.limits.wall_time = absl::Seconds(30);
   return s;
 }

@@ -5,19 +5,16 @@
 // for the next candidate. Label: gpu.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <regex>
-#include <sstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_split.h"
-#include "proto/candidate.h"
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
+#include "worker/soak/fixtures.h"
 
 #ifndef ANVIL_SOURCE_DIR
 #define ANVIL_SOURCE_DIR ""
@@ -25,31 +22,10 @@
 
 namespace anvil {
 namespace {
-namespace fs = std::filesystem;
 
 std::string TestsDir() {
   const char* d = std::getenv("ANVIL_TESTS_DIR");
   return d ? d : std::string(ANVIL_SOURCE_DIR) + "/tests";
-}
-
-std::string Read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-v1::RunnerProtocol QuickProtocol() {
-  v1::RunnerProtocol p;
-  p.set_rounds(2);
-  p.set_device_samples(3);
-  p.set_cold_samples(1);
-  p.set_warm_calls(5);
-  p.set_call_samples(2);
-  p.set_warmup_calls(2);
-  p.set_warmup_ms(1);
-  p.set_lt_auto_algos(2);
-  return p;
 }
 
 class Harness : public ::testing::Test {
@@ -70,7 +46,7 @@ class Harness : public ::testing::Test {
     EvaluatorOptions e;
     e.toolchain = *t;
     e.scratch_dir = scratch_->path();
-    e.protocol = QuickProtocol();
+    e.protocol = FixtureProtocol();
     e.problem_timeout = absl::Seconds(20);
     e.startup_timeout = absl::Seconds(20);
     evaluator_ = new Evaluator(e);
@@ -133,41 +109,12 @@ TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
   }
 }
 
-struct Expectation {
-  std::string verdict;
-  std::vector<std::string> reasons;
-};
-
-std::optional<Expectation> ParseExpect(const std::string& source) {
-  std::smatch m;
-  static const std::regex kExpect(R"(EXPECT:\s*verdict=([A-Za-z_]+)(?:\s+reason=([A-Za-z0-9_|/]+))?)");
-  if (!std::regex_search(source, m, kExpect)) return std::nullopt;
-  Expectation e{m[1].str(), {}};
-  for (absl::string_view r : absl::StrSplit(m[2].str(), absl::ByAnyChar("|/"), absl::SkipEmpty())) {
-    e.reasons.emplace_back(r);
-  }
-  return e;
-}
-
 void CheckFolder(const std::string& folder, const std::function<std::vector<v1::Measurement>(
                                                 const v1::Candidate&, const std::vector<v1::Shape>&)>& measure) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(TestsDir() + "/" + folder)) {
-    if (e.path().extension() == ".cu") files.push_back(e.path());
-  }
-  ASSERT_FALSE(files.empty()) << "no candidates in " << folder;
-  std::sort(files.begin(), files.end());
-  for (const fs::path& p : files) {
-    std::string src = Read(p);
-    std::optional<Expectation> want = ParseExpect(src);
-    ASSERT_TRUE(want) << p << " has no EXPECT: line";
-    v1::Candidate c;
-    c.set_source(src);
-    c.set_layout(v1::LAYOUT_NT);
-    c.set_arch("sm_90a");
-    c.set_family(p.stem().string());
-    AssignCandidateId(c);
-    c.set_name(CandidateDisplayName(c));
+  absl::StatusOr<std::vector<Fixture>> fixtures = LoadFixtures(TestsDir(), folder);
+  ASSERT_TRUE(fixtures.ok()) << fixtures.status();
+  for (const Fixture& f : *fixtures) {
+    v1::Candidate c = FixtureCandidate(f);
     absl::StatusOr<v1::Build> b = Harness::builder_->Build(c);
     ASSERT_TRUE(b.ok()) << b.status();
     std::string verdict, reason;
@@ -175,21 +122,16 @@ void CheckFolder(const std::string& folder, const std::function<std::vector<v1::
       verdict = v1::Verdict_Name(b->verdict());
       reason = "build";
     } else {
-      std::vector<v1::Measurement> ms = measure(c, {S(130, 200, 72)});
-      ASSERT_EQ(ms.size(), 1u) << p;
+      std::vector<v1::Measurement> ms = measure(c, {FixtureShape()});
+      ASSERT_EQ(ms.size(), 1u) << f.name;
       verdict = v1::Verdict_Name(ms[0].verdict());
       reason = ms[0].reason();
-      std::printf("%-28s %-20s %-24s %s\n", p.filename().c_str(), verdict.c_str(), reason.c_str(),
-                  ms[0].detail().substr(0, 100).c_str());
+      std::printf("%-28s %-20s %-24s %s\n", (f.name.substr(f.name.find('/') + 1) + ".cu").c_str(),
+                  verdict.c_str(), reason.c_str(), ms[0].detail().substr(0, 100).c_str());
+      EXPECT_TRUE(MeetsExpectation(f.expect, ms[0].verdict(), reason))
+          << f.name << ": expected " << DescribeExpectation(f.expect) << ", got " << verdict << " " << reason;
     }
-    EXPECT_NE(verdict, "VERDICT_PASSED") << p << " was not caught";
-    if (b->verdict() == v1::VERDICT_PASSED) {
-      EXPECT_EQ(verdict, "VERDICT_" + want->verdict) << p << " reason " << reason;
-      if (!want->reasons.empty()) {
-        EXPECT_TRUE(std::find(want->reasons.begin(), want->reasons.end(), reason) != want->reasons.end())
-            << p << ": got reason " << reason;
-      }
-    }
+    EXPECT_NE(verdict, "VERDICT_PASSED") << f.name << " was not caught";
   }
   // The GPU is still usable: a correct kernel passes right after.
   const char* env = std::getenv("ANVIL_SEEDS_DIR");

@@ -30,6 +30,7 @@ struct EvaluatorOptions {
   bool isolate = true;                              // namespaces where the node allows
   bool seccomp = true;                              // runner filter after CUDA init
   int64_t memory_max_bytes = int64_t(32) << 30;     // host memory (cgroup) per runner
+  std::optional<v1::Ceilings> ceilings;             // known: runners skip measuring them
 };
 
 struct Evaluation {
@@ -42,13 +43,14 @@ struct Evaluation {
 
 class Evaluator {
  public:
-  explicit Evaluator(EvaluatorOptions options) : options_(std::move(options)) {}
+  explicit Evaluator(EvaluatorOptions options)
+      : ceilings_(options.ceilings), options_(std::move(options)) {}
 
   // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices.
   absl::StatusOr<Evaluation> Evaluate(const v1::Candidate& candidate, const v1::Build& build,
                                       const std::vector<v1::Shape>& shapes,
                                       const std::vector<v1::LtAlgo>& known);
-  // Ceilings learnt from the first runner, reused by later ones.
+  // Ceilings given in the options or learnt from the first runner, reused by later ones.
   std::optional<v1::Ceilings> ceilings() const;
 
  private:
