@@ -3,7 +3,7 @@
 # Unpacks the bundle and runs `anvil optimize` on the developers' shapes for
 # BUDGET minutes against the store in $DB (carried between runs: the search
 # resumes from it), then writes the winners as the harness CSV, the search
-# curve and the log under $OUT, and copies the store back out.
+# curve and the log under $OUT, and the store back out as search.db.gz.
 #   BUDGET=8 DB=bench/state/search.db bench/device_search.sh
 # BUILD_BENCH=1 also measures build throughput against parallel nvcc jobs;
 # CHECK_SPLITK=1 first runs split-K configurations of both tensor-core seeds
@@ -46,5 +46,5 @@ echo "optimize rc=$? in ${SECONDS}s"
 grep -vE "^\s+\[(seeds|screen|widen|evolve-[0-9])\] [0-9]+x" $OUT/optimize.log | grep -v "\[info\]" | tail -45
 python3 bench/eval_csv.py --header > $OUT/search-dev.csv
 $B/bin/anvil --db /tmp/search.db --json kernels | python3 bench/eval_csv.py - >> $OUT/search-dev.csv
-cp /tmp/search.db $OUT/search.db
+gzip -c /tmp/search.db > $OUT/search.db.gz   # the store, for the next run (gunzip into $DB)
 cut -d, -f1-9,13,15,17,19 $OUT/search-dev.csv
