@@ -91,11 +91,11 @@ class Search {
       if (absl::Status st = Execute(WidenPlan()); !st.ok()) return st;
       for (int g = 1; g <= options_.generations && !OverBudget(); ++g) {
         stage_ = absl::StrCat("evolve-", g);
-        const double before = Geomean();
         std::map<Config*, std::vector<ProblemState*>> evolve = EvolvePlan();
         if (evolve.empty()) break;
+        improved_ = 0;
         if (absl::Status st = Execute(evolve); !st.ok()) return st;
-        if (Geomean() <= before * 1.001) break;  // nothing moved: converged
+        if (improved_ == 0) break;  // no problem's best moved by 0.5%: converged
       }
     }
     stage_ = "verify";
@@ -230,6 +230,7 @@ class Search {
         p.best_verified |= m.verified();
       } else if (us > 0 && us < p.best_us) {
         const double before = p.Speedup();
+        if (fresh && us < p.best_us * 0.995) ++improved_;
         p.best_us = us;
         p.best_id = m.candidate_id();
         p.best_measurement = id;
@@ -556,6 +557,7 @@ class Search {
   std::map<v1::Layout, std::vector<std::pair<const SeedFamily*, KnobParams>>> spaces_;
   SearchResult result_;
   int resumed_ = 0;
+  int improved_ = 0;  // problems whose best improved by 0.5% in this stage
 };
 
 }  // namespace

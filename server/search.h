@@ -13,7 +13,7 @@
 //   3 evolve  generations of one- and two-knob moves around each problem's
 //             leader (late knobs such as raster order and register split
 //             included), ordered by the refined model, until a generation
-//             improves nothing or the budget is spent;
+//             improves no problem's best by 0.5% or the budget is spent;
 //   4 verify  each problem's fastest correct kernel is re-measured on fresh
 //             inputs in a new runner and promoted (verified) only if it passes.
 // Everything measured goes to the store first; a rerun reads the store back
@@ -41,7 +41,7 @@ struct SearchOptions {
   int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
-  int generations = 4;            // stage 3: at most this many generations
+  int generations = 6;            // stage 3: at most this many generations
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   bool seeds_only = false;        // stop after stage 0
   DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
