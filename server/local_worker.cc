@@ -1,11 +1,24 @@
 #include "server/local_worker.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "proto/problem.h"
 
 namespace anvil {
 namespace {
+
+// The cuBLAS version a runner reported ("... cublas=130100 ..."), as the
+// runner keys its tuned cuBLASLt choices.
+std::string CublasVersion(const v1::RunnerInfo& info) {
+  for (absl::string_view part : absl::StrSplit(info.versions(), ' ')) {
+    if (absl::ConsumePrefix(&part, "cublas=")) return std::string(part);
+  }
+  return "";
+}
 
 std::string DefaultCacheDir() {
   if (const char* c = std::getenv("ANVIL_CACHE")) return c;
@@ -59,6 +72,7 @@ absl::StatusOr<CandidateOutcome> LocalWorker::Measure(const v1::Candidate& candi
     if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
   }
   if (build.verdict() != v1::VERDICT_PASSED) return out;
+  LoadLtAlgos(shapes, candidate.layout(), store);
   absl::StatusOr<Evaluation> ev = evaluator_.Evaluate(candidate, build, shapes, lt_algos_);
   if (!ev.ok()) return ev.status();
   if (ev->info) info_ = ev->info;
@@ -87,6 +101,29 @@ absl::StatusOr<CandidateOutcome> LocalWorker::Measure(const v1::Candidate& candi
     out.measurement_ids = std::move(*ids);
   }
   return out;
+}
+
+void LocalWorker::LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout layout,
+                              Store* store) {
+  if (store == nullptr || !info_) return;  // the GPU is known after the first runner
+  const std::string version = CublasVersion(*info_);
+  for (const v1::Shape& s : shapes) {
+    const bool known = std::any_of(lt_algos_.begin(), lt_algos_.end(), [&](const v1::LtAlgo& a) {
+      return a.layout() == layout && a.shape().m() == s.m() && a.shape().n() == s.n() &&
+             a.shape().k() == s.k();
+    });
+    if (known) continue;
+    absl::StatusOr<std::optional<LtAlgo>> stored =
+        store->GetLtAlgo(MakeProblem(info_->gpu(), info_->arch(), s, layout), version);
+    if (!stored.ok() || !*stored) continue;
+    v1::LtAlgo a;
+    *a.mutable_shape() = s;
+    a.set_layout(layout);
+    a.set_algo((*stored)->algo);
+    a.set_cublas_version(version);
+    a.set_gpu(info_->gpu());
+    lt_algos_.push_back(std::move(a));
+  }
 }
 
 }  // namespace anvil

@@ -67,6 +67,9 @@ class LocalWorker : public KernelWorker {
 
  private:
   LocalWorker(Toolchain toolchain, LocalWorkerOptions options);
+  // Adds the store's autotuned cuBLASLt choices for `shapes` (tuned by an
+  // earlier run with this GPU and cuBLAS) to the ones the runner is given.
+  void LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout layout, Store* store);
   Toolchain toolchain_;
   Builder builder_;
   Evaluator evaluator_;
