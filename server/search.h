@@ -18,7 +18,9 @@
 //             inputs in a new runner and promoted (verified) only if it passes.
 // Everything measured goes to the store first; a rerun reads the store back
 // (what was measured, the bests, the model's observations) and measures only
-// what is new, so an interrupted search resumes where it stopped.
+// what is new, so an interrupted search resumes where it stopped. (The GPU
+// is part of the problem key, so each run first measures one seed on one
+// problem to learn it: the one measurement a resumed run repeats.)
 // Thread-compatible.
 #ifndef ANVIL_SERVER_SEARCH_H_
 #define ANVIL_SERVER_SEARCH_H_
