@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/problem.h"
 #include "sandbox/sandbox.h"
 
 namespace anvil {
@@ -127,10 +128,19 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
       return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
     }
     std::string detail = absl::StrCat(r.Describe(), ": ", Tail(r.stderr_text, 600));
-    size_t failed_until = reason == "not_loadable" ? shapes.size() : next + 1;
-    for (; next < failed_until; ++next) {
-      out.measurements.push_back(FailedMeasurement(candidate, shapes[next], candidate.layout(),
-                                                   verdict, reason, detail));
+    out.measurements.push_back(FailedMeasurement(candidate, shapes[next], candidate.layout(),
+                                                 verdict, reason, detail));
+    const std::string failed_on = ShapeName(shapes[next++]);
+    // A library that cannot load fails everywhere; a kernel that hung once
+    // would cost its whole timeout again on every later problem: neither is
+    // run on the rest, and each of those says so.
+    if (reason == "not_loadable" || reason == "timeout") {
+      for (; next < shapes.size(); ++next) {
+        out.measurements.push_back(FailedMeasurement(
+            candidate, shapes[next], candidate.layout(), verdict, reason,
+            absl::StrCat("not run: the candidate failed (", reason, ") on ", failed_on,
+                         " earlier in this evaluation")));
+      }
     }
   }
   for (v1::Measurement& m : out.measurements) m.set_candidate_id(candidate.id());

@@ -1,8 +1,9 @@
 // Evaluator: measures a built candidate on problems by running anvil-runner
 // in the sandbox, one process per candidate (restarted after a crash, so the
-// problems after it still get measured). Every problem gets a Measurement: a
-// runner that crashes, hangs or cheats yields one with the verdict and
-// reason, never an error of the caller. Thread-safe for distinct GPUs; one
+// problems after it still get measured; after a hang the rest are not run and
+// say so, since each would cost the whole timeout again). Every problem gets
+// a Measurement: a runner that crashes, hangs or cheats yields one with the
+// verdict and reason, never an error of the caller. Thread-safe for distinct GPUs; one
 // evaluation per GPU at a time.
 #ifndef ANVIL_WORKER_EVALUATOR_H_
 #define ANVIL_WORKER_EVALUATOR_H_

@@ -1,6 +1,7 @@
 // seeds/03_wgmma_tma/kernel.cu: Hopper HGEMM, TMA + wgmma, warp-specialised (sm_90a).
 //
-// One CTA computes one BM x BN tile of C (non-persistent grid, grouped raster).
+// One CTA computes one BM x BN tile of C (non-persistent grid, grouped raster),
+// or, with SPLIT_K > 1, one contiguous range of K for one tile (see "Split-K").
 // The CTA has 1 + CONSUMERS warpgroups (128 threads each):
 //   * warpgroup 0, the producer: one thread issues TMA bulk-tensor loads of the
 //     A and B slices (BK = 64 halfs = 128 bytes of K) into a STAGES-deep ring
@@ -24,7 +25,7 @@
 // Layouts (exactly one, chosen by the builder):
 //   ANVIL_LAYOUT_NT: A row-major MxK, B row-major NxK, C = A * B^T
 //   ANVIL_LAYOUT_NN: A row-major MxK, B row-major KxN, C = A * B
-// C is row-major MxN, fp16, written with bounds-checked direct stores.
+// C is row-major MxN, fp16, written with bounds-checked stores (see "Epilogue").
 //
 // ---- Shared-memory layouts and wgmma descriptors (the part to get right) ----
 // Every ring slot is 1024-byte aligned (the 128B-swizzle pattern repeats every
@@ -70,7 +71,90 @@
 // workspace with rows padded to a multiple of 8 halfs, padding zeroed (one small
 // kernel per padded operand, same stream); the tensor map still declares the true
 // extent, so the padding is never even read. anvil_workspace_bytes returns the
-// padded sizes for such shapes and 0 otherwise.
+// padded sizes for such shapes (plus the split-K partials, below) and 0 otherwise.
+//
+// ---- Split-K (ANVIL_SPLIT_K > 1) -----------------------------------------------
+// For shapes with few BM x BN tiles and a long K (e.g. 256x64x12288: 2 tiles for
+// 132 SMs). The host launches grid (tiles, splits), splits = min(SPLIT_K, k_tiles):
+//   * blockIdx.x is the tile, through the same grouped raster as without split-K;
+//     blockIdx.y is the split: the slowest-varying launch index, so the CTAs
+//     resident together are mostly one split (one k-range) of neighbouring tiles,
+//     sharing A/B panels in L2 as the raster intends.
+//   * split s owns k-tiles [s*k_tiles/splits, (s+1)*k_tiles/splits): contiguous,
+//     balanced to within one k-tile, never empty (splits <= k_tiles; an empty
+//     range would still store its zero accumulators, so the reduce never reads
+//     unwritten memory). The ring's slot/phase bookkeeping runs on the local
+//     index i = kt - kt_begin; only the TMA coordinates use the global kt.
+//   * each split stores its fp32 accumulators (float2 pairs where N is even,
+//     bounds-checked like the fp16 epilogue) into its own slab of the workspace:
+//     partials[s * slab + row * N + col], slab = M*N rounded up to 64 floats
+//     (256 bytes). Every in-bounds element of every slab is written on every call,
+//     so the workspace may hold anything beforehand; no zeroing, no atomics.
+//   * a second kernel on the same stream, splitk_reduce, sums the slabs in the
+//     fixed order s = 0..splits-1 (deterministic: no atomics, no race on order)
+//     over the flat index i < M*N (partials and C share ld = N), float4 loads,
+//     8-byte stores of 4 halfs when C is 8-byte aligned, a scalar tail for the
+//     last M*N % 4 elements.
+// With one effective split (SPLIT_K == 1, or K <= 64) the kernel stores fp16 C
+// directly and nothing else is launched; the SPLIT_K == 1 build compiles to the
+// same code as before split-K existed (if constexpr / #if).
+// Workspace: [padded A][padded B][partials], each 256-byte aligned;
+// anvil_workspace_bytes adds splits * slab * 4 bytes when splits > 1, and
+// anvil_gemm returns 5 if the workspace is then null or not 16-byte aligned.
+//
+// ---- Epilogue (ANVIL_EPILOGUE) ------------------------------------------------
+// EPILOGUE=0: each consumer thread stores its accumulator fragment directly,
+//   half2 pairs over 8 rows per warp (uncoalesced: 32-byte sectors half used).
+// EPILOGUE=1: the fp16 tile is staged in shared memory and written coalesced:
+//   1. bar.sync 1, 128*CONSUMERS (consumer threads only; the producer may have
+//      left its loop). The ring is free then: the producer issues exactly n_kt
+//      loads, every one was waited on by every consumer through full[s], so all
+//      have landed, and each consumer's wgmma_wait<0> retired its ring reads.
+//   2. each consumer converts its accumulators to fp16 and st.shared's the half2
+//      pairs into its own kWgRows rows of the ring, from sA0 + c*kWgRows*pitch,
+//      pitch = BN + 8 halfs (rows start 4 banks apart: the 8 rows x 4 lanes of a
+//      warp's 4-byte stores hit 32 distinct banks; rows stay 16-byte aligned).
+//   3. bar.sync 2+c, 128 (this warpgroup only), then its 128 threads copy the rows
+//      out, 16 bytes (8 halfs) per thread per step, consecutive threads along a row;
+//      rows >= M and chunks starting at col >= N are skipped; a chunk is one
+//      16-byte store when N % 8 == 0, C is 16-byte aligned and col + 8 <= N, else
+//      8 bounds-checked 2-byte stores.
+//   The staging needs BM*(BN+8)*2 bytes <= the ring (static_assert and seed.json
+//   rule); no extra shared memory. The fp32 split-K partials keep direct stores.
+//   EPILOGUE=0 compiles to the same SASS as before the knob existed.
+//
+// ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
+// The host launches min(tiles, SMs) CTAs (the SM count of the current device is
+// queried once, function-local static); CTA b processes the tiles
+// t = b, b + gridDim.x, b + 2*gridDim.x, ... < tiles_m*tiles_n, each mapped to
+// (m0, n0) by the same grouped raster as the non-persistent grid (so the tiles in
+// flight at any moment are ~gridDim.x consecutive raster positions). Barrier init,
+// tensor-map prefetch and the pipeline fill are paid once per CTA, and the producer
+// keeps loading the next tile's k-tiles into the ring while the consumers store
+// the current tile (direct fragment stores; the ring is never used for staging).
+// Ring bookkeeping runs on g, the CTA's running k-iteration count over all its
+// tiles (never reset per tile), identically in the producer and the consumers:
+//   slot s = g % STAGES, use n = g / STAGES (kept incrementally as (s, parity of
+//   n), so nothing overflows or divides);
+//   producer: for n >= 1 waits empty[s] parity (n-1) & 1 (phase n-1 of empty[s]
+//     completes when all CONSUMERS*4 consumer warps released use n-1), then
+//     arrive.expect_tx(full[s]) + the TMA loads of use n;
+//   consumers: wait full[s] parity n & 1 (phase n of full[s] completes when the
+//     bytes of use n have landed), issue the wgmmas, and release use n of slot s
+//     (lane 0 of each consumer warp arrives once on empty[s]) exactly once:
+//     at the next k-iteration of the same tile after wgmma_wait<1> (as today), or,
+//     for the tile's last k-tile, after the wgmma_wait<0> that ends the tile,
+//     before the epilogue. So phase n of empty[s] gets exactly CONSUMERS*4
+//     arrivals, all for use n: a consumer arrives for use n only after phase n of
+//     full[s] completed, which needs the producer's loads of use n, which it issued
+//     only after phase n-1 of empty[s] had completed.
+//   Then the accumulators are zeroed and the next tile starts. The producer thread
+//   exits after issuing its last load (as without persistence); the final empty
+//   arrivals are never waited on.
+// PERSISTENT=1 requires SPLIT_K == 1 (no (tile, split) work units) and EPILOGUE == 0
+// (the staged epilogue reuses the ring, which the producer is refilling for the
+// next tile): static_asserts and seed.json rules. PERSISTENT=0 builds the same SASS
+// as before the knob existed (#if).
 //
 // Knobs (seed.json has the ranges and the hardware reason for each rule):
 //   ANVIL_BM            CTA tile rows: 64*CONSUMERS or 128*CONSUMERS (each consumer
@@ -83,6 +167,11 @@
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
+//   ANVIL_SPLIT_K       K splits per tile (1 = off): 1,2,3,4,6,8,12,16; > 1 adds an
+//                       fp32 partials workspace and a reduce kernel
+//   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores
+//   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
+//                       over the tiles (SPLIT_K 1 and EPILOGUE 0 only)
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
 // name, e.g. -DANVIL_BN=256 -> MMA_64x256x16_F32F16F16_SS).
 
@@ -127,6 +216,15 @@
 #ifndef ANVIL_CONSUMER_REGS
 #define ANVIL_CONSUMER_REGS 232
 #endif
+#ifndef ANVIL_SPLIT_K
+#define ANVIL_SPLIT_K 1
+#endif
+#ifndef ANVIL_EPILOGUE
+#define ANVIL_EPILOGUE 0
+#endif
+#ifndef ANVIL_PERSISTENT
+#define ANVIL_PERSISTENT 0
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -154,6 +252,9 @@ constexpr int kConsumers = ANVIL_CONSUMERS;
 constexpr int kGroupM = ANVIL_GROUP_M;
 constexpr int kProducerRegs = ANVIL_PRODUCER_REGS;
 constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
+constexpr int kSplitK = ANVIL_SPLIT_K;
+constexpr int kEpilogue = ANVIL_EPILOGUE;
+constexpr int kPersistent = ANVIL_PERSISTENT;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kWgRows = kBM / kConsumers;  // rows of the tile per consumer
@@ -165,6 +266,9 @@ constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
 constexpr int kStageBBytes = kBN * kRowBytes;       // B slice: BN x 128 B (both layouts)
 constexpr int kStageBytes = kStageABytes + kStageBBytes;
 constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box = 8 KiB
+// EPILOGUE=1 staging: the fp16 tile, BM rows x kStagePitch halfs, over the ring.
+constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
+constexpr int kStagingBytes = kBM * kStagePitch * 2;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            2 * kStages * 8 /* full + empty mbarriers */;
 
@@ -188,8 +292,24 @@ static_assert(kConsumerRegs % 8 == 0 && kConsumerRegs >= 168 && kConsumerRegs <=
               "CONSUMER_REGS: multiple of 8 in 168..256");
 static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
               "setmaxnreg budget exceeds the 64K-register file");
+// setmaxnreg only moves registers the CTA was launched with (384 threads x 168
+// with two consumers): a larger sum makes setmaxnreg.inc wait forever.
+static_assert(kConsumers == 1 || kProducerRegs + 2 * kConsumerRegs <= 504,
+              "setmaxnreg budget exceeds the CTA's launch allocation (deadlock)");
 static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
               "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
+static_assert(kSplitK >= 1 && kSplitK <= 16, "SPLIT_K: 1..16 (grid.y = split)");
+static_assert(kEpilogue == 0 || kEpilogue == 1, "EPILOGUE: 0 (direct) or 1 (smem-staged)");
+static_assert(kPersistent == 0 || kPersistent == 1, "PERSISTENT: 0 or 1");
+static_assert(kPersistent == 0 || kSplitK == 1,
+              "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
+static_assert(kPersistent == 0 || kEpilogue == 0,
+              "PERSISTENT=1: EPILOGUE=1 would stage C in the ring while the producer "
+              "refills it for the next tile");
+static_assert(kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
+static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0,
+              "staging rows must be 16-byte aligned and split evenly over 128 threads");
 
 // wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
 #define ANVIL_GMMA_ATOM_(n) gmma::MMA_64x##n##x16_F32F16F16_SS
@@ -299,12 +419,54 @@ __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int
   }
 }
 
+// Split-K partials: fp32, row-major M x N (ld = N) inside one split's slab.
+// pairs_ok: N is even, so (row, even col) is 8-byte aligned (slabs are 256-byte
+// aligned) and the pair goes out as one float2. ([[maybe_unused]] here and on the
+// EPILOGUE=1 helpers below: PERSISTENT=1 builds reference none of them.)
+[[maybe_unused]] __device__ __forceinline__ void store_pair_f32(float* P, int M, int N,
+                                                                int row, int col, float v0,
+                                                                float v1, bool pairs_ok) {
+  if (row >= M) return;
+  float* p = P + static_cast<size_t>(row) * N + col;
+  if (pairs_ok && col + 1 < N) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+  } else {
+    if (col < N) p[0] = v0;
+    if (col + 1 < N) p[1] = v1;
+  }
+}
+
+// ---- EPILOGUE=1 helpers (smem staging, coalesced 16-byte stores) ----------------
+
+// Named barrier Id over Count threads (a multiple of 32); id 0 is __syncthreads.
+// Immediate operands, so ptxas reserves only the barriers actually used.
+template <int Id, int Count>
+__device__ __forceinline__ void named_bar_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Count) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void sts_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ uint4 lds_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
 // ---- the kernel ---------------------------------------------------------------
 
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
-                   int M, int N, int K, int tiles_m, int tiles_n) {
+                   int M, int N, int K, int tiles_m, int tiles_n,
+                   float* __restrict__ partials, size_t slab) {
   extern __shared__ unsigned char smem_raw[];
   // Align the ring to 1024 bytes in the shared address space.
   const uint32_t raw = smem_u32(smem_raw);
@@ -316,6 +478,141 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto slot_a = [&](int s) { return sA0 + static_cast<uint32_t>(s * kStageABytes); };
   auto slot_b = [&](int s) { return sB0 + static_cast<uint32_t>(s * kStageBBytes); };
 
+#if ANVIL_PERSISTENT
+  // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
+  // (unsigned: tile + gridDim.x cannot overflow), each through the grouped raster.
+  const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
+  const int group_size = kGroupM * tiles_n;
+  const int k_tiles = (K + kBK - 1) / kBK;
+
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_bar(s), 1);
+      mbar_init(empty_bar(s), kConsumers * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ------------------------------ producer ------------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    if (threadIdx.x == 0) {
+      prefetch_tensormap(&tmA);
+      prefetch_tensormap(&tmB);
+      // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
+      // parity of its use n = g / STAGES; refill marks n >= 1.
+      int s = 0;
+      uint32_t parity = 0;
+      bool refill = false;
+      for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        const int pid = static_cast<int>(tile);
+        const int first_m = (pid / group_size) * kGroupM;
+        const int group_m = min(tiles_m - first_m, kGroupM);
+        const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
+        const int n0 = ((pid % group_size) / group_m) * kBN;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          if (refill) mbar_wait(empty_bar(s), parity ^ 1);  // consumers freed use n-1
+          mbar_arrive_expect_tx(full_bar(s), kStageBytes);
+          tma_load_2d(slot_a(s), &tmA, full_bar(s), kt * kBK, m0);
+          if constexpr (kNT) {
+            tma_load_2d(slot_b(s), &tmB, full_bar(s), kt * kBK, n0);
+          } else {
+#pragma unroll
+            for (int j = 0; j < kBN / 64; ++j)
+              tma_load_2d(slot_b(s) + j * kNNBoxBytes, &tmB, full_bar(s), n0 + j * 64,
+                          kt * kBK);
+          }
+          if (++s == kStages) {
+            s = 0;
+            parity ^= 1;
+            refill = true;
+          }
+        }
+      }
+    }
+  } else {
+    // ------------------------------ consumers -----------------------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int c = wg - 1;
+    const int warp = (threadIdx.x % 128) / 32;
+    const int lane = threadIdx.x % 32;
+    const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+
+    // Same ring state as the producer's, advanced in the same order.
+    int s = 0;
+    uint32_t parity = 0;
+    float acc[kMTiles][kAcc];
+    for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+      const int pid = static_cast<int>(tile);
+      const int first_m = (pid / group_size) * kGroupM;
+      const int group_m = min(tiles_m - first_m, kGroupM);
+      const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
+      const int n0 = ((pid % group_size) / group_m) * kBN;
+
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+
+      int prev_s = 0;  // slot of the previous k-iteration of this tile
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(full_bar(s), parity);  // TMA bytes of use n of slot s landed
+
+        fence_acc(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) {
+          uint64_t db;
+          if constexpr (kNT) {
+            db = make_desc(slot_b(s) + kk * 32, 16, 1024);  // K-major
+          } else {
+            db = make_desc(slot_b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
+          }
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            const uint32_t a_rows = c * kWgRows + mt * 64;
+            const uint64_t da = make_desc(slot_a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
+            wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
+          }
+        }
+        wgmma_commit();
+        fence_acc(acc);
+        // Keep this stage's wgmmas in flight; the previous stage's are done now.
+        wgmma_wait<1>();
+        fence_acc(acc);
+        if (kt > 0 && lane == 0) mbar_arrive(empty_bar(prev_s));  // release use of g-1
+        prev_s = s;
+        if (++s == kStages) {
+          s = 0;
+          parity ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      fence_acc(acc);
+      // The tile's last k-iteration's slot: its wgmmas are complete, release it now
+      // (k_tiles >= 1) so the producer can refill it during the stores below.
+      if (lane == 0) mbar_arrive(empty_bar(prev_s));
+
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int col = n0 + j * 8 + (lane % 4) * 2;
+          store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
+                     pairs_ok);
+          store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                     pairs_ok);
+        }
+      }
+    }
+  }
+  (void)partials;
+  (void)slab;
+#else
   // Grouped raster: consecutive CTAs walk GROUP_M tile-rows column by column.
   const int pid = blockIdx.x;
   const int group_size = kGroupM * tiles_n;
@@ -324,6 +621,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
   const int n0 = ((pid % group_size) / group_m) * kBN;
   const int k_tiles = (K + kBK - 1) / kBK;
+  // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
+  // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
+  // splits, so n_kt >= 1; an empty range would still store its zero accumulators.
+  int kt_begin = 0;
+  int n_kt = k_tiles;
+  if constexpr (kSplitK > 1) {
+    const long long splits = gridDim.y;
+    const long long s = blockIdx.y;
+    kt_begin = static_cast<int>(s * k_tiles / splits);
+    n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
+  }
 
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -344,9 +652,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       prefetch_tensormap(&tmA);
       prefetch_tensormap(&tmB);
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % kStages;
-        const int n = kt / kStages;  // how many times slot s was filled before
+      for (int i = 0; i < n_kt; ++i) {
+        const int kt = kt_begin + i;  // global k-tile; i drives the ring
+        const int s = i % kStages;
+        const int n = i / kStages;  // how many times slot s was filled before
         if (n > 0) mbar_wait(empty_bar(s), (n - 1) & 1);  // consumers freed it
         mbar_arrive_expect_tx(full_bar(s), kStageBytes);
         tma_load_2d(slot_a(s), &tmA, full_bar(s), kt * kBK, m0);
@@ -373,9 +682,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
 
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % kStages;
-      mbar_wait(full_bar(s), (kt / kStages) & 1);  // TMA bytes of slot s landed
+    for (int i = 0; i < n_kt; ++i) {
+      const int s = i % kStages;
+      mbar_wait(full_bar(s), (i / kStages) & 1);  // TMA bytes of slot s landed
 
       fence_acc(acc);
       wgmma_fence();
@@ -399,27 +708,96 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Keep this stage's wgmmas in flight; the previous stage's are done now.
       wgmma_wait<1>();
       fence_acc(acc);
-      if (kt > 0 && lane == 0) mbar_arrive(empty_bar((kt - 1) % kStages));
+      if (i > 0 && lane == 0) mbar_arrive(empty_bar((i - 1) % kStages));
     }
     wgmma_wait<0>();
     fence_acc(acc);
 
     // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at
     // (row lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8.
-    const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+    if constexpr (kSplitK > 1) {
+      if (partials != nullptr) {
+        // This split's fp32 partial tile goes to its slab; splitk_reduce sums them.
+        float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+        const bool fpairs_ok = (N % 2 == 0);
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
 #pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = n0 + j * 8 + (lane % 4) * 2;
-        store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
-                   pairs_ok);
-        store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                   pairs_ok);
+          for (int j = 0; j < kBN / 8; ++j) {
+            const int col = n0 + j * 8 + (lane % 4) * 2;
+            store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
+                           fpairs_ok);
+            store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2],
+                           acc[mt][4 * j + 3], fpairs_ok);
+          }
+        }
+        return;
+      }
+    }
+    if constexpr (kEpilogue == 1) {
+      // Staged epilogue. (1) Every consumer has passed its last full-barrier wait,
+      // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
+      // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
+      // over the consumer threads (the producer warpgroup does not take part)
+      // makes sure no other consumer's wgmma still reads it either.
+      named_bar_sync<1, 128 * kConsumers>();
+      // (2) This warpgroup's kWgRows x BN fp16 tile goes to its own rows of the
+      // staging area at the start of the ring: row r at r * kStagePitch halfs.
+      const uint32_t stage0 = sA0 + static_cast<uint32_t>(c * kWgRows * kStagePitch * 2);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const int r = mt * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const uint32_t a =
+              stage0 + static_cast<uint32_t>((r * kStagePitch + j * 8 + (lane % 4) * 2) * 2);
+          sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
+          sts_b32(a + 8 * kStagePitch * 2, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+        }
+      }
+      // (3) This warpgroup's rows are complete; its 128 threads copy them out,
+      // 8 halfs (16 bytes) per thread per step, consecutive threads along a row.
+      if (c == 0) named_bar_sync<2, 128>();  // c is warpgroup-uniform
+      else named_bar_sync<3, 128>();
+      const bool vec_ok = (N % 8 == 0) && (reinterpret_cast<uintptr_t>(C) % 16 == 0);
+      constexpr int kChunks = kBN / 8;  // 16-byte chunks per staged row
+      const int t = threadIdx.x % 128;
+#pragma unroll 4
+      for (int idx = t; idx < kWgRows * kChunks; idx += 128) {
+        const int r = idx / kChunks;
+        const int q = idx % kChunks;
+        const int row = m0 + c * kWgRows + r;
+        const int col = n0 + q * 8;
+        if (row >= M || col >= N) continue;
+        const uint4 v = lds_v4(stage0 + static_cast<uint32_t>((r * kStagePitch + q * 8) * 2));
+        __half* p = C + static_cast<size_t>(row) * N + col;
+        if (vec_ok && col + 8 <= N) {
+          *reinterpret_cast<uint4*>(p) = v;
+        } else {
+          const __half* h = reinterpret_cast<const __half*>(&v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            if (col + e < N) p[e] = h[e];
+        }
+      }
+    } else {
+      const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int col = n0 + j * 8 + (lane % 4) * 2;
+          store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
+                     pairs_ok);
+          store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                     pairs_ok);
+        }
       }
     }
   }
+#endif  // ANVIL_PERSISTENT
 }
 
 // Copies a rows x cols row-major matrix into rows x ld (ld >= cols), zeroing
@@ -435,18 +813,79 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
+#if ANVIL_SPLIT_K > 1
+// Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
+// partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
+// both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
+// result is deterministic. slab is a multiple of 64 floats, so every float4 at
+// i % 4 == 0 is 16-byte aligned; c_vec says C is 8-byte aligned (4 halfs per store).
+__global__ void __launch_bounds__(256)
+    splitk_reduce(const float* __restrict__ partials, __half* __restrict__ C,
+                  size_t total, size_t slab, int splits, bool c_vec) {
+  const size_t groups = (total + 3) / 4;
+  for (size_t g = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; g < groups;
+       g += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t i = g * 4;
+    if (i + 4 <= total) {
+      float4 sum = *reinterpret_cast<const float4*>(partials + i);
+#pragma unroll 4
+      for (int s = 1; s < splits; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(partials + s * slab + i);
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      const __half2 lo = __floats2half2_rn(sum.x, sum.y);
+      const __half2 hi = __floats2half2_rn(sum.z, sum.w);
+      if (c_vec) {
+        uint2 packed;
+        packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+        packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+        *reinterpret_cast<uint2*>(C + i) = packed;
+      } else {
+        C[i + 0] = __low2half(lo);
+        C[i + 1] = __high2half(lo);
+        C[i + 2] = __low2half(hi);
+        C[i + 3] = __high2half(hi);
+      }
+    } else {
+      for (size_t e = i; e < total; ++e) {  // the last < 4 elements
+        float sum = partials[e];
+        for (int s = 1; s < splits; ++s) sum += partials[s * slab + e];
+        C[e] = __float2half_rn(sum);
+      }
+    }
+  }
+}
+#endif
+
 // ---- host side ------------------------------------------------------------------
 
 constexpr int round_up8(int x) { return (x + 7) / 8 * 8; }
 size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-// Workspace split: [padded A][padded B], each 256-byte aligned; 0 when unused.
+// Workspace: [padded A][padded B][split-K partials], each part 256-byte aligned;
+// 0 bytes for a part that is unused.
+//   partials: `splits` slabs of `slab` floats, slab = M*N rounded up to 64 floats
+//   (256 bytes), split s's fp32 M x N partial (row-major, ld = N) at s * slab.
+//   splits = min(SPLIT_K, k_tiles); with one split the kernel stores C directly
+//   and no partials are needed.
 struct PadPlan {
   bool pad_a, pad_b;
   size_t a_bytes, b_bytes;
+  int splits;
+  size_t slab;         // floats per split slab
+  size_t part_bytes;   // splits * slab * 4, or 0
 };
 PadPlan plan_padding(int M, int N, int K) {
   PadPlan p{};
+  const int k_tiles = (K + kBK - 1) / kBK;
+  p.splits = kSplitK < k_tiles ? kSplitK : k_tiles;
+  if (p.splits > 1) {
+    p.slab = (static_cast<size_t>(M) * N + 63) / 64 * 64;
+    p.part_bytes = static_cast<size_t>(p.splits) * p.slab * 4;
+  }
   p.pad_a = K % 8 != 0;
   p.pad_b = kNT ? (K % 8 != 0) : (N % 8 != 0);
   p.a_bytes = p.pad_a ? align256(static_cast<size_t>(M) * round_up8(K) * 2) : 0;
@@ -493,6 +932,21 @@ cudaError_t configure_once() {
   return err;
 }
 
+#if ANVIL_PERSISTENT
+// SMs of the device current at the first call, queried once (0 if the query failed).
+int sm_count() {
+  static const int n = [] {
+    int dev = 0;
+    int sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 0;
+    return sms;
+  }();
+  return n;
+}
+#endif
+
 void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
                 cudaStream_t stream) {
   const size_t total = static_cast<size_t>(rows) * ld;
@@ -506,7 +960,7 @@ void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
 extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;
   const PadPlan p = plan_padding(M, N, K);
-  return p.a_bytes + p.b_bytes;
+  return p.a_bytes + p.b_bytes + p.part_bytes;
 }
 
 extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
@@ -515,7 +969,6 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   // TMA needs 16-byte aligned global addresses (the contract gives 256).
   if (((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) & 15) != 0)
     return 2;
-  if (configure_once() != cudaSuccess) return 3;
 
   const long long tiles_m = (M + kBM - 1) / kBM;
   const long long tiles_n = (N + kBN - 1) / kBN;
@@ -527,9 +980,11 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   const __half* b_src = B;
   int lda = K;
   int ldb = kNT ? K : N;
+  if ((p.pad_a || p.pad_b || p.splits > 1) &&
+      (workspace == nullptr || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0))
+    return 5;
+  if (configure_once() != cudaSuccess) return 3;
   if (p.pad_a || p.pad_b) {
-    if (workspace == nullptr || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0)
-      return 5;
     __half* ws_a = static_cast<__half*>(workspace);
     __half* ws_b = reinterpret_cast<__half*>(static_cast<char*>(workspace) + p.a_bytes);
     if (p.pad_a) {
@@ -551,8 +1006,32 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
                         : make_map(&tmB, b_src, N, K, ldb, 64, kBK);
   if (!ok_b) return 6;
 
-  wgmma_tma_gemm<<<static_cast<unsigned>(tiles_m * tiles_n), kThreads, kSmemBytes,
-                   stream>>>(tmA, tmB, C, M, N, K, static_cast<int>(tiles_m),
-                             static_cast<int>(tiles_n));
+  // grid.x: the tile (grouped raster as without split-K); grid.y: the split, the
+  // slowest-varying launch index, so co-resident CTAs are mostly the same split
+  // (same k-range) of neighbouring tiles and keep the raster's L2 reuse.
+  float* partials = p.splits > 1 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
+                                                            p.a_bytes + p.b_bytes)
+                                 : nullptr;
+#if ANVIL_PERSISTENT
+  // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles.
+  const int sms = sm_count();
+  if (sms < 1) return 3;
+  const long long tiles = tiles_m * tiles_n;
+  const dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms), 1u);
+#else
+  const dim3 grid(static_cast<unsigned>(tiles_m * tiles_n), static_cast<unsigned>(p.splits));
+#endif
+  wgmma_tma_gemm<<<grid, kThreads, kSmemBytes, stream>>>(
+      tmA, tmB, C, M, N, K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
+      p.slab);
+#if ANVIL_SPLIT_K > 1
+  if (p.splits > 1) {
+    const size_t total = static_cast<size_t>(M) * N;
+    const size_t blocks = ((total + 3) / 4 + 255) / 256;
+    const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;
+    splitk_reduce<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
+        partials, C, total, p.slab, p.splits, c_vec);
+  }
+#endif
   return cudaGetLastError() != cudaSuccess ? 1 : 0;
 }
