@@ -70,6 +70,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double l2_s = e.ctas * (tm + tn) * k_steps * tk * 2.0 / device.l2_bytes_per_s;
   // DRAM: operands once, C (or the fp32 partials) once.
   const double c_bytes = split > 1 ? split * M * N * 4.0 : M * N * 2.0;
+  e.partial_bytes = split > 1 ? c_bytes : 0;
   const double dram_s = ((M * K + N * K) * 2.0 + c_bytes) / device.dram_bytes_per_s;
   // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
   const double pipeline =

@@ -381,7 +381,7 @@ class Search {
     double tightest = std::numeric_limits<double>::infinity();
     for (const auto& [f, params] : space) {
       absl::StatusOr<Estimate> e = Predict(*f, p.spec.layout, params, p.spec.shape, model_.device());
-      if (!e.ok()) continue;
+      if (!e.ok() || e->partial_bytes > options_.max_workspace_bytes) continue;
       tightest = std::min(tightest, e->waste);
       raw.emplace_back(e->us, e->waste, f, &params);
     }
@@ -471,7 +471,10 @@ class Search {
           }
           absl::StatusOr<Estimate> e = model_.Refined(*c->family, c->candidate.layout(), c->params,
                                                       to.spec.shape);
-          if (e.ok() && (to.best_id.empty() || e->us < 1.5 * to.best_us)) plan[c].push_back(&to);
+          if (e.ok() && e->partial_bytes <= options_.max_workspace_bytes &&
+              (to.best_id.empty() || e->us < 1.5 * to.best_us)) {
+            plan[c].push_back(&to);
+          }
         }
       }
     }

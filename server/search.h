@@ -45,6 +45,7 @@ struct SearchOptions {
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
   int generations = 6;            // stage 3: at most this many generations
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
+  double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
   bool seeds_only = false;        // stop after stage 0
   DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
 };

@@ -157,7 +157,9 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
     return m;
   };
   if (ws_bytes_ > uint64_t(ctx_.protocol.max_workspace_bytes())) {
-    return fail({v1::VERDICT_CHEAT, "workspace_too_large",
+    // Declared honestly, so not a cheat: the problem is out of this worker's
+    // reach for this candidate.
+    return fail({v1::VERDICT_UNSUPPORTED, "workspace_too_large",
                  absl::StrCat("asks for ", ws_bytes_, " bytes of workspace; the limit is ",
                               ctx_.protocol.max_workspace_bytes())});
   }
