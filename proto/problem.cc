@@ -31,23 +31,27 @@ absl::StatusOr<int64_t> ParseDim(absl::string_view text, absl::string_view what)
 
 }  // namespace
 
+v1::Shape MakeShape(int64_t m, int64_t n, int64_t k) {
+  v1::Shape shape;
+  shape.set_m(m);
+  shape.set_n(n);
+  shape.set_k(k);
+  return shape;
+}
+
 absl::StatusOr<v1::Shape> ParseShape(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, absl::ByAnyChar("xX"));
   if (parts.size() != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape '", text, "' must be MxNxK, e.g. 4096x4096x4096"));
   }
-  v1::Shape shape;
   absl::StatusOr<int64_t> m = ParseDim(parts[0], "M");
   if (!m.ok()) return absl::InvalidArgumentError(absl::StrCat("shape '", text, "': ", m.status().message()));
   absl::StatusOr<int64_t> n = ParseDim(parts[1], "N");
   if (!n.ok()) return absl::InvalidArgumentError(absl::StrCat("shape '", text, "': ", n.status().message()));
   absl::StatusOr<int64_t> k = ParseDim(parts[2], "K");
   if (!k.ok()) return absl::InvalidArgumentError(absl::StrCat("shape '", text, "': ", k.status().message()));
-  shape.set_m(*m);
-  shape.set_n(*n);
-  shape.set_k(*k);
-  return shape;
+  return MakeShape(*m, *n, *k);
 }
 
 absl::StatusOr<v1::Layout> ParseLayout(absl::string_view text) {

@@ -17,6 +17,8 @@ namespace anvil {
 // Largest accepted M, N or K: the candidate ABI passes them as int.
 inline constexpr int64_t kMaxDim = 2147483647;
 
+v1::Shape MakeShape(int64_t m, int64_t n, int64_t k);
+
 // Parses "MxNxK" (decimal, each in [1, kMaxDim]).
 absl::StatusOr<v1::Shape> ParseShape(absl::string_view text);
 

@@ -2,33 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/problem.h"
+#include "server/test_family.h"
+
 namespace anvil {
 namespace {
-
-v1::Shape Shape(int64_t m, int64_t n, int64_t k) {
-  v1::Shape s;
-  s.set_m(m);
-  s.set_n(n);
-  s.set_k(k);
-  return s;
-}
-
-// A tile family with a split-K knob, described the way seed.json does.
-SeedFamily TiledFamily() {
-  SeedFamily f;
-  f.name = "tiled";
-  f.layouts = {v1::LAYOUT_NT};
-  f.knobs = {{"BM", "128", {"64", "128", "256"}, "rows", false},
-             {"BN", "128", {"64", "128", "256"}, "cols", false},
-             {"SPLIT_K", "1", {"1", "2", "4", "8", "16"}, "k splits", false}};
-  f.model.emplace("tile_m", *Expr::Parse("ANVIL_BM"));
-  f.model.emplace("tile_n", *Expr::Parse("ANVIL_BN"));
-  f.model.emplace("tile_k", *Expr::Parse("64"));
-  f.model.emplace("split_k", *Expr::Parse("ANVIL_SPLIT_K"));
-  f.model.emplace("cta_rate_permille", *Expr::Parse("min(1000, ANVIL_BM * ANVIL_BN / 16)"));
-  f.model_constants = {{"efficiency", 0.9}, {"fixed_us", 3.0}, {"step_ns", 40}};
-  return f;
-}
 
 double Us(const SeedFamily& f, const KnobParams& p, const v1::Shape& s) {
   absl::StatusOr<Estimate> e = Predict(f, v1::LAYOUT_NT, p, s, DeviceModel());
@@ -37,9 +15,9 @@ double Us(const SeedFamily& f, const KnobParams& p, const v1::Shape& s) {
 }
 
 TEST(Predict, LargeShapesAreComputeBoundNearTheCeiling) {
-  SeedFamily f = TiledFamily();
+  SeedFamily f = TiledTestFamily();
   absl::StatusOr<Estimate> e =
-      Predict(f, v1::LAYOUT_NT, {{"BN", "256"}}, Shape(8192, 8192, 8192), DeviceModel());
+      Predict(f, v1::LAYOUT_NT, {{"BN", "256"}}, MakeShape(8192, 8192, 8192), DeviceModel());
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->bound, "compute");
   const double ideal_us = 2.0 * 8192 * 8192 * 8192 / DeviceModel().flops_per_s * 1e6;
@@ -49,39 +27,39 @@ TEST(Predict, LargeShapesAreComputeBoundNearTheCeiling) {
 }
 
 TEST(Predict, SplitKPaysOnSkinnyLongK) {
-  SeedFamily f = TiledFamily();
-  const v1::Shape skinny = Shape(256, 64, 12288);  // 2 tiles of 128x128 for 132 SMs
+  SeedFamily f = TiledTestFamily();
+  const v1::Shape skinny = MakeShape(256, 64, 12288);  // 2 tiles of 128x128 for 132 SMs
   EXPECT_LT(Us(f, {{"SPLIT_K", "16"}}, skinny), Us(f, {{"SPLIT_K", "1"}}, skinny) / 4);
-  const v1::Shape square = Shape(8192, 8192, 8192);  // plenty of tiles: splitting only adds traffic
+  const v1::Shape square = MakeShape(8192, 8192, 8192);  // plenty of tiles: splitting only adds traffic
   EXPECT_GT(Us(f, {{"SPLIT_K", "16"}}, square), Us(f, {{"SPLIT_K", "1"}}, square));
 }
 
 TEST(Predict, CountsWasteAndWaves) {
-  SeedFamily f = TiledFamily();
+  SeedFamily f = TiledTestFamily();
   absl::StatusOr<Estimate> e =
-      Predict(f, v1::LAYOUT_NT, {{"BM", "256"}}, Shape(130, 128, 512), DeviceModel());
+      Predict(f, v1::LAYOUT_NT, {{"BM", "256"}}, MakeShape(130, 128, 512), DeviceModel());
   ASSERT_TRUE(e.ok());
   EXPECT_NEAR(e->waste, 256.0 / 130 - 1, 1e-9);
   EXPECT_EQ(e->ctas, 1);
-  absl::StatusOr<Estimate> big = Predict(f, v1::LAYOUT_NT, {}, Shape(4096, 4096, 64), DeviceModel());
+  absl::StatusOr<Estimate> big = Predict(f, v1::LAYOUT_NT, {}, MakeShape(4096, 4096, 64), DeviceModel());
   ASSERT_TRUE(big.ok());
   EXPECT_EQ(big->ctas, 32 * 32);
   EXPECT_NEAR(big->waves, 1024.0 / 132, 1e-9);
 }
 
 TEST(CostModel, RefinesTowardsMeasuredNeighbours) {
-  SeedFamily f = TiledFamily();
+  SeedFamily f = TiledTestFamily();
   CostModel m{DeviceModel()};
-  const v1::Shape s = Shape(4096, 4096, 4096);
+  const v1::Shape s = MakeShape(4096, 4096, 4096);
   const double raw = Us(f, {}, s);
   absl::StatusOr<Estimate> before = m.Refined(f, v1::LAYOUT_NT, {}, s);
   ASSERT_TRUE(before.ok());
   EXPECT_DOUBLE_EQ(before->us, raw);
   // The family runs twice as slow as predicted on a neighbouring config.
   KnobParams n = WithDefaults(f, {{"BN", "256"}});
-  m.Observe({"tiled", n, s, Us(f, n, s), 2 * Us(f, n, s)});
+  m.Observe({f.name, n, s, Us(f, n, s), 2 * Us(f, n, s)});
   m.Observe({"other", n, s, 1, 100});  // another family: ignored
-  m.Observe({"tiled", n, s, 1, 0});    // a failure: ignored
+  m.Observe({f.name, n, s, 1, 0});    // a failure: ignored
   absl::StatusOr<Estimate> after = m.Refined(f, v1::LAYOUT_NT, {}, s);
   ASSERT_TRUE(after.ok());
   EXPECT_NEAR(after->us, 2 * raw, 1e-6 * raw);

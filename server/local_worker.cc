@@ -1,6 +1,5 @@
 #include "server/local_worker.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -108,11 +107,8 @@ void LocalWorker::LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout l
   if (store == nullptr || !info_) return;  // the GPU is known after the first runner
   const std::string version = CublasVersion(*info_);
   for (const v1::Shape& s : shapes) {
-    const bool known = std::any_of(lt_algos_.begin(), lt_algos_.end(), [&](const v1::LtAlgo& a) {
-      return a.layout() == layout && a.shape().m() == s.m() && a.shape().n() == s.n() &&
-             a.shape().k() == s.k();
-    });
-    if (known) continue;
+    // Once per problem: afterwards the runner's own tuning fills lt_algos_.
+    if (!lt_looked_up_.insert(absl::StrCat(ShapeName(s), LayoutName(layout))).second) continue;
     absl::StatusOr<std::optional<LtAlgo>> stored =
         store->GetLtAlgo(MakeProblem(info_->gpu(), info_->arch(), s, layout), version);
     if (!stored.ok() || !*stored) continue;

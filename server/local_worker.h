@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ class LocalWorker : public KernelWorker {
   Builder builder_;
   Evaluator evaluator_;
   std::vector<v1::LtAlgo> lt_algos_;
+  std::set<std::string> lt_looked_up_;  // problems whose stored choice was looked up
   std::optional<v1::RunnerInfo> info_;
 };
 

@@ -11,36 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/candidate.h"
+#include "server/test_family.h"
 
 namespace anvil {
 namespace {
-
-v1::Shape Shape(int64_t m, int64_t n, int64_t k) {
-  v1::Shape s;
-  s.set_m(m);
-  s.set_n(n);
-  s.set_k(k);
-  return s;
-}
-
-SeedFamily TiledFamily() {
-  SeedFamily f;
-  f.name = "99_tiled";
-  f.arch = "sm_90a";
-  f.source = "// a tiled kernel (never compiled by the test double)\n";
-  f.layouts = {v1::LAYOUT_NT, v1::LAYOUT_NN};
-  f.knobs = {{"BM", "128", {"64", "128", "256"}, "rows", false},
-             {"BN", "128", {"64", "128", "256"}, "cols", false},
-             {"SPLIT_K", "1", {"1", "2", "4", "8"}, "k splits", false},
-             {"GROUP_M", "8", {"1", "8"}, "raster", true}};
-  f.constraints.push_back({*Expr::Parse("ANVIL_BM * ANVIL_BN <= 32768"), "registers"});
-  f.suggested = {{{"BM", "64"}, {"BN", "64"}}};
-  f.model.emplace("tile_m", *Expr::Parse("ANVIL_BM"));
-  f.model.emplace("tile_n", *Expr::Parse("ANVIL_BN"));
-  f.model.emplace("split_k", *Expr::Parse("ANVIL_SPLIT_K"));
-  f.model_constants = {{"efficiency", 0.9}};
-  return f;
-}
 
 // Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
 // to compile), "measures" with a fixed synthetic time per configuration and
@@ -123,10 +97,10 @@ class SearchTest : public ::testing::Test {
     path_ = testing::TempDir() + "/search_test_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::filesystem::remove(path_);
-    seeds_ = {TiledFamily()};
-    problems_ = {{Shape(4096, 4096, 4096), v1::LAYOUT_NT},
-                 {Shape(256, 64, 12288), v1::LAYOUT_NN},
-                 {Shape(1000, 1000, 1000), v1::LAYOUT_NT}};
+    seeds_ = {TiledTestFamily()};
+    problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT},
+                 {MakeShape(256, 64, 12288), v1::LAYOUT_NN},
+                 {MakeShape(1000, 1000, 1000), v1::LAYOUT_NT}};
   }
   std::unique_ptr<Store> Open() {
     absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(path_);
@@ -149,7 +123,7 @@ class SearchTest : public ::testing::Test {
 };
 
 TEST_F(SearchTest, FindsAndVerifiesTheBestItMeasuredPerProblem) {
-  FakeGpuWorkerForTest w(TiledFamily());
+  FakeGpuWorkerForTest w(TiledTestFamily());
   std::unique_ptr<Store> store = Open();
   std::vector<std::string> lines;
   absl::StatusOr<SearchResult> r = Search(w, *store, SearchOptions(), &lines);
@@ -203,11 +177,11 @@ TEST_F(SearchTest, FindsAndVerifiesTheBestItMeasuredPerProblem) {
 
 TEST_F(SearchTest, ResumesFromTheStoreWithoutMeasuringAnythingTwice) {
   std::unique_ptr<Store> store = Open();
-  FakeGpuWorkerForTest first(TiledFamily());
+  FakeGpuWorkerForTest first(TiledTestFamily());
   SearchOptions seeds_only;
   seeds_only.seeds_only = true;
   ASSERT_TRUE(Search(first, *store, seeds_only).ok());
-  FakeGpuWorkerForTest second(TiledFamily());  // a new process: knows nothing
+  FakeGpuWorkerForTest second(TiledTestFamily());  // a new process: knows nothing
   absl::StatusOr<SearchResult> r = Search(second, *store, SearchOptions());
   ASSERT_TRUE(r.ok()) << r.status();
   for (const auto& [key, n] : second.measured) {
@@ -231,7 +205,7 @@ TEST_F(SearchTest, ResumesFromTheStoreWithoutMeasuringAnythingTwice) {
 
 TEST_F(SearchTest, BudgetStopsTheSearchButStillVerifies) {
   std::unique_ptr<Store> store = Open();
-  FakeGpuWorkerForTest w(TiledFamily());
+  FakeGpuWorkerForTest w(TiledTestFamily());
   SearchOptions o;
   o.budget_seconds = 0;
   absl::StatusOr<SearchResult> r = Search(w, *store, o);
@@ -242,8 +216,8 @@ TEST_F(SearchTest, BudgetStopsTheSearchButStillVerifies) {
 
 TEST_F(SearchTest, AWinnerThatFailsItsRecheckFallsBackToTheNext) {
   std::unique_ptr<Store> store = Open();
-  FakeGpuWorkerForTest probe(TiledFamily());
-  problems_ = {{Shape(4096, 4096, 4096), v1::LAYOUT_NT}};
+  FakeGpuWorkerForTest probe(TiledTestFamily());
+  problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
   SearchOptions o;
   absl::StatusOr<SearchResult> r = Search(probe, *store, o);
   ASSERT_TRUE(r.ok());
@@ -252,7 +226,7 @@ TEST_F(SearchTest, AWinnerThatFailsItsRecheckFallsBackToTheNext) {
   path_ += ".2";
   std::filesystem::remove(path_);
   std::unique_ptr<Store> fresh = Open();
-  FakeGpuWorkerForTest w(TiledFamily());
+  FakeGpuWorkerForTest w(TiledTestFamily());
   w.flaky_id = winner;
   absl::StatusOr<SearchResult> again = Search(w, *fresh, o);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -262,11 +236,11 @@ TEST_F(SearchTest, AWinnerThatFailsItsRecheckFallsBackToTheNext) {
 }
 
 TEST(RunSearch, RefusesEmptyInput) {
-  FakeGpuWorkerForTest w(TiledFamily());
+  FakeGpuWorkerForTest w(TiledTestFamily());
   absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(testing::TempDir() + "/search_empty.db");
   ASSERT_TRUE(s.ok());
-  EXPECT_FALSE(RunSearch({TiledFamily()}, {}, "j", w, **s, {}, [](const std::string&) {}).ok());
-  EXPECT_FALSE(RunSearch({}, {{Shape(1, 1, 1), v1::LAYOUT_NT}}, "j", w, **s, {},
+  EXPECT_FALSE(RunSearch({TiledTestFamily()}, {}, "j", w, **s, {}, [](const std::string&) {}).ok());
+  EXPECT_FALSE(RunSearch({}, {{MakeShape(1, 1, 1), v1::LAYOUT_NT}}, "j", w, **s, {},
                          [](const std::string&) {}).ok());
 }
 

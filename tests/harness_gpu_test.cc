@@ -76,13 +76,7 @@ sandbox::ScratchDir* Harness::scratch_ = nullptr;
 Builder* Harness::builder_ = nullptr;
 Evaluator* Harness::evaluator_ = nullptr;
 
-v1::Shape S(int m, int n, int k) {
-  v1::Shape s;
-  s.set_m(m);
-  s.set_n(n);
-  s.set_k(k);
-  return s;
-}
+v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
 TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
   const char* env = std::getenv("ANVIL_SEEDS_DIR");

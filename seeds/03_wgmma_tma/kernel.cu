@@ -462,6 +462,106 @@ __device__ __forceinline__ void named_bar_sync() {
 
 // ---- the kernel ---------------------------------------------------------------
 
+// The shared-memory ring: STAGES A slots, STAGES B slots, then the full and
+// empty mbarriers, from a 1024-byte aligned base.
+struct Ring {
+  uint32_t a0, b0, bars;
+  __device__ __forceinline__ uint32_t full(int s) const { return bars + 8u * s; }
+  __device__ __forceinline__ uint32_t empty(int s) const { return bars + 8u * (kStages + s); }
+  __device__ __forceinline__ uint32_t a(int s) const {
+    return a0 + static_cast<uint32_t>(s * kStageABytes);
+  }
+  __device__ __forceinline__ uint32_t b(int s) const {
+    return b0 + static_cast<uint32_t>(s * kStageBBytes);
+  }
+};
+
+// Grouped raster: consecutive tile indices walk GROUP_M tile-rows column by column.
+__device__ __forceinline__ void tile_origin(int pid, int tiles_m, int tiles_n, int& m0,
+                                            int& n0) {
+  const int group_size = kGroupM * tiles_n;
+  const int first_m = (pid / group_size) * kGroupM;
+  const int group_m = min(tiles_m - first_m, kGroupM);
+  m0 = (first_m + (pid % group_size) % group_m) * kBM;
+  n0 = ((pid % group_size) / group_m) * kBN;
+}
+
+// Thread 0 initialises the barriers; the caller then __syncthreads().
+__device__ __forceinline__ void init_ring(const Ring& ring) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(ring.full(s), 1);
+      mbar_init(ring.empty(s), kConsumers * 4);
+    }
+    // Make the initialised barriers visible to the other threads and to the
+    // async proxy (TMA complete_tx) before anyone uses them.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+}
+
+// Producer: k-tile kt of the tile at (m0, n0) into slot s (A, then B as one
+// K-major box in NT or BN/64 MN-major boxes in NN).
+__device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
+                                           const CUtensorMap* tmA, const CUtensorMap* tmB) {
+  mbar_arrive_expect_tx(ring.full(s), kStageBytes);
+  tma_load_2d(ring.a(s), tmA, ring.full(s), kt * kBK, m0);
+  if constexpr (kNT) {
+    tma_load_2d(ring.b(s), tmB, ring.full(s), kt * kBK, n0);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kBN / 64; ++j)
+      tma_load_2d(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64, kt * kBK);
+  }
+}
+
+// Consumer c: the wgmmas of slot s into acc; on return this stage's wgmmas are
+// in flight and the previous stage's are complete (its slot may be released).
+__device__ __forceinline__ void mma_stage(const Ring& ring, int s, int c,
+                                          float (&acc)[kMTiles][kAcc]) {
+  fence_acc(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kBK / 16; ++kk) {
+    uint64_t db;
+    if constexpr (kNT) {
+      db = make_desc(ring.b(s) + kk * 32, 16, 1024);  // K-major
+    } else {
+      db = make_desc(ring.b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const uint32_t a_rows = c * kWgRows + mt * 64;
+      const uint64_t da = make_desc(ring.a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
+      wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
+    }
+  }
+  wgmma_commit();
+  fence_acc(acc);
+  wgmma_wait<1>();
+  fence_acc(acc);
+}
+
+// Consumer c's rows of the tile at (m0, n0) straight from the accumulator
+// fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row lane/4, cols
+// 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8.
+__device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int m0, int n0,
+                                                  int c, float (&acc)[kMTiles][kAcc]) {
+  const int warp = (threadIdx.x % 128) / 32;
+  const int lane = threadIdx.x % 32;
+  const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int col = n0 + j * 8 + (lane % 4) * 2;
+      store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], pairs_ok);
+      store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3], pairs_ok);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
@@ -472,28 +572,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sA0 = (raw + 1023u) & ~1023u;        // A slots
   const uint32_t sB0 = sA0 + kStages * kStageABytes;  // B slots
-  const uint32_t bars = sB0 + kStages * kStageBBytes;
-  auto full_bar = [&](int s) { return bars + 8u * s; };
-  auto empty_bar = [&](int s) { return bars + 8u * (kStages + s); };
-  auto slot_a = [&](int s) { return sA0 + static_cast<uint32_t>(s * kStageABytes); };
-  auto slot_b = [&](int s) { return sB0 + static_cast<uint32_t>(s * kStageBBytes); };
+  const Ring ring{sA0, sB0, sB0 + kStages * kStageBBytes};
 
 #if ANVIL_PERSISTENT
   // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
   // (unsigned: tile + gridDim.x cannot overflow), each through the grouped raster.
   const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
-  const int group_size = kGroupM * tiles_n;
   const int k_tiles = (K + kBK - 1) / kBK;
 
   const int wg = threadIdx.x / 128;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), kConsumers * 4);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  }
+  init_ring(ring);
   __syncthreads();
 
   if (wg == 0) {
@@ -508,23 +596,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t parity = 0;
       bool refill = false;
       for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        const int pid = static_cast<int>(tile);
-        const int first_m = (pid / group_size) * kGroupM;
-        const int group_m = min(tiles_m - first_m, kGroupM);
-        const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
-        const int n0 = ((pid % group_size) / group_m) * kBN;
+        int m0, n0;
+        tile_origin(static_cast<int>(tile), tiles_m, tiles_n, m0, n0);
         for (int kt = 0; kt < k_tiles; ++kt) {
-          if (refill) mbar_wait(empty_bar(s), parity ^ 1);  // consumers freed use n-1
-          mbar_arrive_expect_tx(full_bar(s), kStageBytes);
-          tma_load_2d(slot_a(s), &tmA, full_bar(s), kt * kBK, m0);
-          if constexpr (kNT) {
-            tma_load_2d(slot_b(s), &tmB, full_bar(s), kt * kBK, n0);
-          } else {
-#pragma unroll
-            for (int j = 0; j < kBN / 64; ++j)
-              tma_load_2d(slot_b(s) + j * kNNBoxBytes, &tmB, full_bar(s), n0 + j * 64,
-                          kt * kBK);
-          }
+          if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
+          load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
           if (++s == kStages) {
             s = 0;
             parity ^= 1;
@@ -537,20 +613,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
-    const int warp = (threadIdx.x % 128) / 32;
     const int lane = threadIdx.x % 32;
-    const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
 
     // Same ring state as the producer's, advanced in the same order.
     int s = 0;
     uint32_t parity = 0;
     float acc[kMTiles][kAcc];
     for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      const int pid = static_cast<int>(tile);
-      const int first_m = (pid / group_size) * kGroupM;
-      const int group_m = min(tiles_m - first_m, kGroupM);
-      const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
-      const int n0 = ((pid % group_size) / group_m) * kBN;
+      int m0, n0;
+      tile_origin(static_cast<int>(tile), tiles_m, tiles_n, m0, n0);
 
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
@@ -559,31 +630,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       int prev_s = 0;  // slot of the previous k-iteration of this tile
       for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(full_bar(s), parity);  // TMA bytes of use n of slot s landed
-
-        fence_acc(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) {
-          uint64_t db;
-          if constexpr (kNT) {
-            db = make_desc(slot_b(s) + kk * 32, 16, 1024);  // K-major
-          } else {
-            db = make_desc(slot_b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
-          }
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) {
-            const uint32_t a_rows = c * kWgRows + mt * 64;
-            const uint64_t da = make_desc(slot_a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
-            wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
-          }
-        }
-        wgmma_commit();
-        fence_acc(acc);
-        // Keep this stage's wgmmas in flight; the previous stage's are done now.
-        wgmma_wait<1>();
-        fence_acc(acc);
-        if (kt > 0 && lane == 0) mbar_arrive(empty_bar(prev_s));  // release use of g-1
+        mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
+        mma_stage(ring, s, c, acc);
+        if (kt > 0 && lane == 0) mbar_arrive(ring.empty(prev_s));  // release use of g-1
         prev_s = s;
         if (++s == kStages) {
           s = 0;
@@ -594,32 +643,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       fence_acc(acc);
       // The tile's last k-iteration's slot: its wgmmas are complete, release it now
       // (k_tiles >= 1) so the producer can refill it during the stores below.
-      if (lane == 0) mbar_arrive(empty_bar(prev_s));
-
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          const int col = n0 + j * 8 + (lane % 4) * 2;
-          store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
-                     pairs_ok);
-          store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                     pairs_ok);
-        }
-      }
+      if (lane == 0) mbar_arrive(ring.empty(prev_s));
+      store_tile_direct(C, M, N, m0, n0, c, acc);
     }
   }
   (void)partials;
   (void)slab;
 #else
-  // Grouped raster: consecutive CTAs walk GROUP_M tile-rows column by column.
-  const int pid = blockIdx.x;
-  const int group_size = kGroupM * tiles_n;
-  const int first_m = (pid / group_size) * kGroupM;
-  const int group_m = min(tiles_m - first_m, kGroupM);
-  const int m0 = (first_m + (pid % group_size) % group_m) * kBM;
-  const int n0 = ((pid % group_size) / group_m) * kBN;
+  int m0, n0;
+  tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
   const int k_tiles = (K + kBK - 1) / kBK;
   // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
   // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
@@ -634,16 +666,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   const int wg = threadIdx.x / 128;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), kConsumers * 4);
-    }
-    // Make the initialised barriers visible to the other threads and to the
-    // async proxy (TMA complete_tx) before anyone uses them.
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  }
+  init_ring(ring);
   __syncthreads();
 
   if (wg == 0) {
@@ -656,17 +679,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int kt = kt_begin + i;  // global k-tile; i drives the ring
         const int s = i % kStages;
         const int n = i / kStages;  // how many times slot s was filled before
-        if (n > 0) mbar_wait(empty_bar(s), (n - 1) & 1);  // consumers freed it
-        mbar_arrive_expect_tx(full_bar(s), kStageBytes);
-        tma_load_2d(slot_a(s), &tmA, full_bar(s), kt * kBK, m0);
-        if constexpr (kNT) {
-          tma_load_2d(slot_b(s), &tmB, full_bar(s), kt * kBK, n0);
-        } else {
-#pragma unroll
-          for (int j = 0; j < kBN / 64; ++j)
-            tma_load_2d(slot_b(s) + j * kNNBoxBytes, &tmB, full_bar(s), n0 + j * 64,
-                        kt * kBK);
-        }
+        if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
+        load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
       }
     }
   } else {
@@ -684,31 +698,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     for (int i = 0; i < n_kt; ++i) {
       const int s = i % kStages;
-      mbar_wait(full_bar(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-
-      fence_acc(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        uint64_t db;
-        if constexpr (kNT) {
-          db = make_desc(slot_b(s) + kk * 32, 16, 1024);  // K-major
-        } else {
-          db = make_desc(slot_b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
-        }
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          const uint32_t a_rows = c * kWgRows + mt * 64;
-          const uint64_t da = make_desc(slot_a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
-          wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
-        }
-      }
-      wgmma_commit();
-      fence_acc(acc);
-      // Keep this stage's wgmmas in flight; the previous stage's are done now.
-      wgmma_wait<1>();
-      fence_acc(acc);
-      if (i > 0 && lane == 0) mbar_arrive(empty_bar((i - 1) % kStages));
+      mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
+      mma_stage(ring, s, c, acc);
+      if (i > 0 && lane == 0) mbar_arrive(ring.empty((i - 1) % kStages));
     }
     wgmma_wait<0>();
     fence_acc(acc);
@@ -782,19 +774,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     } else {
-      const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          const int col = n0 + j * 8 + (lane % 4) * 2;
-          store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
-                     pairs_ok);
-          store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                     pairs_ok);
-        }
-      }
+      store_tile_direct(C, M, N, m0, n0, c, acc);
     }
   }
 #endif  // ANVIL_PERSISTENT
