@@ -75,7 +75,16 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
   const double pipeline =
       std::clamp<double>(ModelTerm(family, *vars, "pipeline_permille", 1000), 100, 1000) / 1000.0;
-  double body = compute_s / pipeline;
+  // Storing C tile by tile: a tile's fp16 bytes at the SM's share of DRAM
+  // bandwidth, times the family's store cost (per mille of ideal; 0: not
+  // modelled), less the share hidden behind other work.
+  const double store_cost = ModelTerm(family, *vars, "store_permille", 0) / 1000.0;
+  const double store_hidden =
+      std::clamp<double>(ModelTerm(family, *vars, "store_hidden_permille", 0), 0, 1000) / 1000.0;
+  const double store_s = split > 1 ? 0.0
+                                   : load * tm * tn * 2.0 / (device.dram_bytes_per_s / device.sms) *
+                                         store_cost * (1.0 - store_hidden);
+  double body = compute_s / pipeline + store_s;
   e.bound = "compute";
   for (auto [t, name] : {std::pair{latency_s, "latency"}, {l2_s, "l2"}, {dram_s, "dram"}}) {
     if (t > body) {
@@ -84,8 +93,10 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
     }
   }
   e.us = body * 1e6 + fixed_us;
-  if (split > 1) {  // the reduce kernel: partials in, fp16 C out, one more launch
-    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
+  if (split > 1) {  // the reduce: partials in, fp16 C out, and (a reduce kernel) one more launch
+    const double launches = std::max<int64_t>(0, ModelTerm(family, *vars, "split_launches", 1));
+    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 +
+            fixed_us * 0.5 * launches;
   }
   return e;
 }

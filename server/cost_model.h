@@ -7,8 +7,12 @@
 // "model" section, so a new family describes itself: tile_m, tile_n, tile_k,
 // split_k, ctas_per_sm, cta_rate_permille (the share of an SM's tensor rate
 // one CTA drives), pipeline_permille (main-loop efficiency of the ring
-// depth); constants efficiency, fixed_us (launch + prologue + epilogue) and
-// step_ns (latency floor of one k-step). Thread-compatible.
+// depth), store_permille (a tile's store cost against ideal DRAM-rate stores;
+// 0 = not modelled), store_hidden_permille (the share of it hidden behind other
+// work), split_launches (extra launches of a split-K reduce, default 1) and
+// variant (schedules the model cannot rank apart: the search screens each);
+// constants efficiency, fixed_us (launch + prologue + epilogue) and step_ns
+// (latency floor of one k-step). Thread-compatible.
 #ifndef ANVIL_SERVER_COST_MODEL_H_
 #define ANVIL_SERVER_COST_MODEL_H_
 

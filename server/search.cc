@@ -371,7 +371,7 @@ class Search {
   // Ranks configurations for a problem: unmeasured, waste within bounds,
   // cheapest by the first-principles model, then the best `refine` of those
   // re-ranked by the refined model.
-  // With `diverse`, at most one configuration per (family, tile, split), so
+  // With `diverse`, at most one configuration per (family, tile, split, variant), so
   // a screen spends its measurements on different shapes of work, not on
   // variants the first-principles model cannot tell apart.
   std::vector<std::pair<double, Config*>> Rank(
@@ -414,7 +414,8 @@ class Search {
     absl::StatusOr<RuleVars> v = KnobVars(*c.family, c.candidate.layout(), c.params);
     if (!v.ok()) return c.candidate.id();
     return absl::StrCat(c.family->name, ":", ModelTerm(*c.family, *v, "tile_m", 0), "x",
-                        ModelTerm(*c.family, *v, "tile_n", 0), "/", ModelTerm(*c.family, *v, "split_k", 1));
+                        ModelTerm(*c.family, *v, "tile_n", 0), "/", ModelTerm(*c.family, *v, "split_k", 1),
+                        "/", ModelTerm(*c.family, *v, "variant", 0));
   }
 
   std::map<Config*, std::vector<ProblemState*>> ScreenPlan() {

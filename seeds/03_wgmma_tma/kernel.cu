@@ -225,6 +225,12 @@
 #ifndef ANVIL_PERSISTENT
 #define ANVIL_PERSISTENT 0
 #endif
+#ifndef ANVIL_SCHEDULE
+#define ANVIL_SCHEDULE 0
+#endif
+#ifndef ANVIL_REDUCE
+#define ANVIL_REDUCE 0
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -255,11 +261,17 @@ constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
 constexpr int kSplitK = ANVIL_SPLIT_K;
 constexpr int kEpilogue = ANVIL_EPILOGUE;
 constexpr int kPersistent = ANVIL_PERSISTENT;
+constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
+constexpr int kReduce = ANVIL_REDUCE;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
-constexpr int kWgRows = kBM / kConsumers;  // rows of the tile per consumer
+// Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
+// or the whole tile (pingpong: the consumers take alternate tiles).
+constexpr int kWgRows = kPingpong ? kBM : kBM / kConsumers;
+constexpr int kSlotReaders = kPingpong ? 1 : kConsumers;  // warpgroups reading each slot
 constexpr int kMTiles = kWgRows / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;              // fp32 accumulators per thread per m64 tile
+
 
 constexpr int kRowBytes = kBK * 2;                  // 128: one swizzle row
 constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
@@ -269,13 +281,18 @@ constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box 
 // EPILOGUE=1 staging: the fp16 tile, BM rows x kStagePitch halfs, over the ring.
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kStagingBytes = kBM * kStagePitch * 2;
+// PERSISTENT=1 with EPILOGUE=1: each consumer stages in its own buffer after the
+// mbarriers (the ring is being refilled for the next tile meanwhile).
+constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
+constexpr int kOwnStagingBytes = (kPersistent && kEpilogue == 1) ? kConsumers * kWgStagingBytes : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
-                           2 * kStages * 8 /* full + empty mbarriers */;
+                           2 * kStages * 8 /* full + empty mbarriers */ + kOwnStagingBytes;
 
 static_assert(kBK == 64, "BK must be 64: one 128-byte swizzle row of fp16");
 static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
 static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
-              "BM/CONSUMERS must be 64 or 128 (1 or 2 m64 wgmma tiles per consumer)");
+              "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1) must be 64 or 128 "
+              "(1 or 2 m64 wgmma tiles)");
 static_assert(kBM <= 256, "TMA box dimension is at most 256 rows");
 static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
               "BN: multiple of 16 in 16..256 (wgmma N, TMA box <= 256)");
@@ -303,12 +320,15 @@ static_assert(kEpilogue == 0 || kEpilogue == 1, "EPILOGUE: 0 (direct) or 1 (smem
 static_assert(kPersistent == 0 || kPersistent == 1, "PERSISTENT: 0 or 1");
 static_assert(kPersistent == 0 || kSplitK == 1,
               "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
-static_assert(kPersistent == 0 || kEpilogue == 0,
-              "PERSISTENT=1: EPILOGUE=1 would stage C in the ring while the producer "
-              "refills it for the next tile");
-static_assert(kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
+static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
+              "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
+static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
+              "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
+static_assert(kReduce == 0 || kReduce == 1, "REDUCE: 0 (reduce kernel) or 1 (in-kernel)");
+static_assert(kPersistent == 1 || kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
-static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0,
+static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0 &&
+                  kWgStagingBytes % 16 == 0,
               "staging rows must be 16-byte aligned and split evenly over 128 threads");
 
 // wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
@@ -421,8 +441,8 @@ __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int
 
 // Split-K partials: fp32, row-major M x N (ld = N) inside one split's slab.
 // pairs_ok: N is even, so (row, even col) is 8-byte aligned (slabs are 256-byte
-// aligned) and the pair goes out as one float2. ([[maybe_unused]] here and on the
-// EPILOGUE=1 helpers below: PERSISTENT=1 builds reference none of them.)
+// aligned) and the pair goes out as one float2. ([[maybe_unused]] here and on
+// other helpers below: not every knob setting references them.)
 [[maybe_unused]] __device__ __forceinline__ void store_pair_f32(float* P, int M, int N,
                                                                 int row, int col, float v0,
                                                                 float v1, bool pairs_ok) {
@@ -436,16 +456,89 @@ __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int
   }
 }
 
-// ---- EPILOGUE=1 helpers (smem staging, coalesced 16-byte stores) ----------------
+// In-kernel split-K reduce by the tile's last split (REDUCE=1): the consumer
+// threads sum the BM x BN tile's fp32 partials over the slabs in the fixed order
+// s = 0..splits-1 (deterministic; its own slab was stored like the others) and
+// store fp16 C. 4 columns per thread per step, consecutive threads along a row:
+// float4 loads and 8-byte stores where N % 4 == 0 and C is 8-byte aligned,
+// elementwise otherwise. One SM does the whole tile, so every split's load of a
+// step is issued before the first add (splits <= SPLIT_K registers' worth): a
+// load-add chain would pay one L2 round trip per split.
+[[maybe_unused]] __device__ __forceinline__ void reduce_tile(const float* partials, size_t slab,
+                                                             int splits, __half* C, int M, int N,
+                                                             int m0, int n0) {
+  constexpr int kQuads = kBN / 4;
+  const bool vec_ok = (N % 4 == 0) && (reinterpret_cast<uintptr_t>(C) % 8 == 0);
+  const int t = threadIdx.x - 128;
+#pragma unroll(kSplitK > 8 ? 1 : 2)
+  for (int idx = t; idx < kBM * kQuads; idx += 128 * kConsumers) {
+    const int row = m0 + idx / kQuads;
+    const int col = n0 + (idx % kQuads) * 4;
+    if (row >= M || col >= N) continue;
+    const size_t at = static_cast<size_t>(row) * N + col;
+    if (vec_ok && col + 4 <= N) {
+      float4 v[kSplitK];
+#pragma unroll
+      for (int sp = 0; sp < kSplitK; ++sp)
+        if (sp < splits) v[sp] = __ldcg(reinterpret_cast<const float4*>(partials + sp * slab + at));
+      float4 sum = v[0];
+#pragma unroll
+      for (int sp = 1; sp < kSplitK; ++sp) {
+        if (sp < splits) {
+          sum.x += v[sp].x;
+          sum.y += v[sp].y;
+          sum.z += v[sp].z;
+          sum.w += v[sp].w;
+        }
+      }
+      const __half2 lo = __floats2half2_rn(sum.x, sum.y);
+      const __half2 hi = __floats2half2_rn(sum.z, sum.w);
+      uint2 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(C + at) = packed;
+    } else {
+      for (int e = 0; e < 4 && col + e < N; ++e) {
+        float v[kSplitK];
+#pragma unroll
+        for (int sp = 0; sp < kSplitK; ++sp)
+          if (sp < splits) v[sp] = __ldcg(partials + sp * slab + at + e);
+        float sum = v[0];
+#pragma unroll
+        for (int sp = 1; sp < kSplitK; ++sp)
+          if (sp < splits) sum += v[sp];
+        C[at + e] = __float2half_rn(sum);
+      }
+    }
+  }
+}
 
-// Named barrier Id over Count threads (a multiple of 32); id 0 is __syncthreads.
+// ---- named barriers (consumers only; id 0 is __syncthreads) --------------------
+
+// Waits until Count threads (a multiple of 32) have arrived at barrier Id.
 // Immediate operands, so ptxas reserves only the barriers actually used.
 template <int Id, int Count>
 __device__ __forceinline__ void named_bar_sync() {
   asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Count) : "memory");
 }
+// The same with a warpgroup-uniform id chosen at run time.
+[[maybe_unused]] __device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// Counts the calling warps towards barrier id without waiting.
+[[maybe_unused]] __device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// ---- EPILOGUE=1 helpers (smem staging, coalesced 16-byte stores) ----------------
+
 [[maybe_unused]] __device__ __forceinline__ void sts_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t lds_b32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 [[maybe_unused]] __device__ __forceinline__ uint4 lds_v4(uint32_t addr) {
   uint4 v;
@@ -491,7 +584,7 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(ring.full(s), 1);
-      mbar_init(ring.empty(s), kConsumers * 4);
+      mbar_init(ring.empty(s), kSlotReaders * 4);  // lane 0 of each reading warp
     }
     // Make the initialised barriers visible to the other threads and to the
     // async proxy (TMA complete_tx) before anyone uses them.
@@ -515,9 +608,10 @@ __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int 
   }
 }
 
-// Consumer c: the wgmmas of slot s into acc; on return this stage's wgmmas are
-// in flight and the previous stage's are complete (its slot may be released).
-__device__ __forceinline__ void mma_stage(const Ring& ring, int s, int c,
+// The wgmmas of slot s for the kWgRows rows of the A slice starting at row
+// a_row0 into acc; on return this stage's wgmmas are in flight and the previous
+// stage's are complete (its slot may be released).
+__device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
                                           float (&acc)[kMTiles][kAcc]) {
   fence_acc(acc);
   wgmma_fence();
@@ -531,7 +625,7 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int c,
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      const uint32_t a_rows = c * kWgRows + mt * 64;
+      const uint32_t a_rows = a_row0 + mt * 64;
       const uint64_t da = make_desc(ring.a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
       wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
     }
@@ -542,45 +636,133 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int c,
   fence_acc(acc);
 }
 
-// Consumer c's rows of the tile at (m0, n0) straight from the accumulator
-// fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row lane/4, cols
-// 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8.
-__device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int m0, int n0,
-                                                  int c, float (&acc)[kMTiles][kAcc]) {
+// Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row
+// lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8. fn(mt, j, row,
+// col) visits the (row, col) of d[mt][4j+0..1]; its d[mt][4j+2..3] are at row + 8.
+template <typename Fn>
+__device__ __forceinline__ void for_each_fragment(int row0, int col0, Fn&& fn) {
   const int warp = (threadIdx.x % 128) / 32;
   const int lane = threadIdx.x % 32;
-  const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
-    const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
+    const int row = row0 + mt * 64 + warp * 16 + lane / 4;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      const int col = n0 + j * 8 + (lane % 4) * 2;
-      store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], pairs_ok);
-      store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3], pairs_ok);
+    for (int j = 0; j < kBN / 8; ++j) fn(mt, j, row, col0 + j * 8 + (lane % 4) * 2);
+  }
+}
+
+// This warpgroup's kWgRows x BN accumulators straight to C rows row0.., cols n0..
+__device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int row0, int n0,
+                                                  float (&acc)[kMTiles][kAcc]) {
+  const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+  for_each_fragment(row0, n0, [&](int mt, int j, int row, int col) {
+    store_pair(C, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], pairs_ok);
+    store_pair(C, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3], pairs_ok);
+  });
+}
+
+// EPILOGUE=1: this warpgroup's tile converted to fp16 into its staging rows
+// (`stage`, row r at r * kStagePitch halfs: rows start 4 banks apart, so a warp's
+// 8 rows x 4 lanes of 4-byte stores hit 32 distinct banks), then, after the
+// warpgroup's barrier `bar`, copied out to C rows row0.., cols n0.. with 16-byte
+// stores, consecutive threads along a row. With `reuse` (a persistent CTA's
+// buffer) a first barrier waits until the previous tile's copy-out has read it.
+[[maybe_unused]] __device__ __forceinline__ void store_tile_staged(
+    uint32_t stage, int bar, bool reuse, __half* C, int M, int N, int row0, int n0,
+    float (&acc)[kMTiles][kAcc]) {
+  if (reuse) named_bar_sync(bar, 128);
+  for_each_fragment(0, 0, [&](int mt, int j, int r, int q) {
+    const uint32_t a = stage + static_cast<uint32_t>((r * kStagePitch + q) * 2);
+    sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
+    sts_b32(a + 8 * kStagePitch * 2, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+  });
+  named_bar_sync(bar, 128);
+  const bool vec_ok = (N % 8 == 0) && (reinterpret_cast<uintptr_t>(C) % 16 == 0);
+  constexpr int kChunks = kBN / 8;  // 16-byte chunks per staged row
+  const int t = threadIdx.x % 128;
+#pragma unroll 4
+  for (int idx = t; idx < kWgRows * kChunks; idx += 128) {
+    const int r = idx / kChunks;
+    const int q = idx % kChunks;
+    const int row = row0 + r;
+    const int col = n0 + q * 8;
+    if (row >= M || col >= N) continue;
+    const uint4 v = lds_v4(stage + static_cast<uint32_t>((r * kStagePitch + q * 8) * 2));
+    __half* p = C + static_cast<size_t>(row) * N + col;
+    if (vec_ok && col + 8 <= N) {
+      *reinterpret_cast<uint4*>(p) = v;
+    } else {
+      const __half* h = reinterpret_cast<const __half*>(&v);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (col + e < N) p[e] = h[e];
     }
   }
+}
+
+// The warpgroup's fp16 epilogue, direct or staged (EPILOGUE).
+[[maybe_unused]] __device__ __forceinline__ void store_tile(uint32_t stage, int bar, bool reuse,
+                                                            __half* C, int M, int N, int row0,
+                                                            int n0, float (&acc)[kMTiles][kAcc]) {
+  if constexpr (kEpilogue == 1) store_tile_staged(stage, bar, reuse, C, M, N, row0, n0, acc);
+  else store_tile_direct(C, M, N, row0, n0, acc);
+}
+
+// One tile's main loop for a consumer: waits for and consumes the ring positions
+// of its k_tiles k-iterations from (s, parity), leaving them advanced, and
+// releases every slot it used (the last one after wgmma_wait<0>). With
+// `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
+// as its last wgmmas are issued.
+[[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
+                                                              uint32_t& parity, int k_tiles,
+                                                              int a_row0, int turn_done,
+                                                              float (&acc)[kMTiles][kAcc]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+  int prev_s = 0;  // slot of the previous k-iteration of this tile
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
+    mma_stage(ring, s, a_row0, acc);
+    if (kt > 0 && lane == 0) mbar_arrive(ring.empty(prev_s));  // release the previous use
+    prev_s = s;
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+    }
+  }
+  if (turn_done >= 0) named_bar_arrive(turn_done, 256);
+  wgmma_wait<0>();
+  fence_acc(acc);
+  // The tile's last k-iteration's slot: its wgmmas are complete, release it now
+  // (k_tiles >= 1) so the producer can refill it during the epilogue.
+  if (lane == 0) mbar_arrive(ring.empty(prev_s));
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
                    int M, int N, int K, int tiles_m, int tiles_n,
-                   float* __restrict__ partials, size_t slab) {
+                   float* __restrict__ partials, size_t slab,
+                   unsigned long long* __restrict__ counters, unsigned long long epoch) {
   extern __shared__ unsigned char smem_raw[];
   // Align the ring to 1024 bytes in the shared address space.
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sA0 = (raw + 1023u) & ~1023u;        // A slots
   const uint32_t sB0 = sA0 + kStages * kStageABytes;  // B slots
   const Ring ring{sA0, sB0, sB0 + kStages * kStageBBytes};
+  const int k_tiles = (K + kBK - 1) / kBK;
+  const int wg = threadIdx.x / 128;
 
 #if ANVIL_PERSISTENT
   // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
-  // (unsigned: tile + gridDim.x cannot overflow), each through the grouped raster.
+  // (its local tiles i = 0, 1, ...; unsigned: no overflow), each through the
+  // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
   const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
-  const int k_tiles = (K + kBK - 1) / kBK;
+  const unsigned n_local = (num_tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
 
-  const int wg = threadIdx.x / 128;
   init_ring(ring);
   __syncthreads();
 
@@ -595,9 +777,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       int s = 0;
       uint32_t parity = 0;
       bool refill = false;
-      for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+      for (unsigned i = 0; i < n_local; ++i) {
         int m0, n0;
-        tile_origin(static_cast<int>(tile), tiles_m, tiles_n, m0, n0);
+        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
         for (int kt = 0; kt < k_tiles; ++kt) {
           if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
           load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
@@ -613,46 +795,51 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
-    const int lane = threadIdx.x % 32;
-
-    // Same ring state as the producer's, advanced in the same order.
-    int s = 0;
-    uint32_t parity = 0;
+    // EPILOGUE=1: this consumer's own staging buffer, after the mbarriers.
+    const uint32_t stage = ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
+    const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
-    for (unsigned tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      int m0, n0;
-      tile_origin(static_cast<int>(tile), tiles_m, tiles_n, m0, n0);
-
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-
-      int prev_s = 0;  // slot of the previous k-iteration of this tile
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
-        mma_stage(ring, s, c, acc);
-        if (kt > 0 && lane == 0) mbar_arrive(ring.empty(prev_s));  // release use of g-1
-        prev_s = s;
-        if (++s == kStages) {
-          s = 0;
-          parity ^= 1;
-        }
+    if constexpr (kPingpong) {
+      // Pingpong: consumer c computes the local tiles i = c, c + 2, ..., each whole.
+      // The ring holds every local tile's k-tiles in order, so tile i's occupy the
+      // running positions [i * k_tiles, (i + 1) * k_tiles). The consumers take
+      // turns through the main loop (named barriers 4 + c: "c's turn"): consumer c
+      // waits for its turn before tile i > 0, and hands the turn over once tile i's
+      // last wgmmas are issued, if tile i + 1 exists; its epilogue then overlaps
+      // the other consumer's main loop. Taking turns is also what makes the parity
+      // waits exact: a consumer starts waiting on the positions of tile i only
+      // after every position before them was waited on, so no slot is ever more
+      // than one phase ahead of its waiter.
+      for (unsigned i = c; i < n_local; i += 2) {
+        int m0, n0;
+        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        const unsigned long long g = static_cast<unsigned long long>(i) * k_tiles;
+        int s = static_cast<int>(g % kStages);
+        uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
+        if (i > 0) named_bar_sync(4 + c, 256);
+        consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
+        store_tile(stage, stage_bar, i > 1, C, M, N, m0, n0, acc);
       }
-      wgmma_wait<0>();
-      fence_acc(acc);
-      // The tile's last k-iteration's slot: its wgmmas are complete, release it now
-      // (k_tiles >= 1) so the producer can refill it during the stores below.
-      if (lane == 0) mbar_arrive(ring.empty(prev_s));
-      store_tile_direct(C, M, N, m0, n0, c, acc);
+    } else {
+      // Cooperative: both consumers work on every local tile, rows c * kWgRows..;
+      // same ring state as the producer's, advanced in the same order.
+      int s = 0;
+      uint32_t parity = 0;
+      for (unsigned i = 0; i < n_local; ++i) {
+        int m0, n0;
+        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
+        store_tile(stage, stage_bar, i > 0, C, M, N, m0 + c * kWgRows, n0, acc);
+      }
     }
   }
   (void)partials;
   (void)slab;
+  (void)counters;
+  (void)epoch;
 #else
   int m0, n0;
   tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
-  const int k_tiles = (K + kBK - 1) / kBK;
   // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
   // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
   // splits, so n_kt >= 1; an empty range would still store its zero accumulators.
@@ -665,7 +852,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
   }
 
-  const int wg = threadIdx.x / 128;
   init_ring(ring);
   __syncthreads();
 
@@ -687,8 +873,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
-    const int warp = (threadIdx.x % 128) / 32;
     const int lane = threadIdx.x % 32;
+    const int row0 = m0 + c * kWgRows;
 
     float acc[kMTiles][kAcc];
 #pragma unroll
@@ -699,84 +885,74 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < n_kt; ++i) {
       const int s = i % kStages;
       mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-      mma_stage(ring, s, c, acc);
+      mma_stage(ring, s, c * kWgRows, acc);
       if (i > 0 && lane == 0) mbar_arrive(ring.empty((i - 1) % kStages));
     }
     wgmma_wait<0>();
     fence_acc(acc);
 
-    // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at
-    // (row lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8.
     if constexpr (kSplitK > 1) {
       if (partials != nullptr) {
-        // This split's fp32 partial tile goes to its slab; splitk_reduce sums them.
-        float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+        // This split's fp32 partial tile goes to its slab.
         const bool fpairs_ok = (N % 2 == 0);
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          const int row = m0 + c * kWgRows + mt * 64 + warp * 16 + lane / 4;
-#pragma unroll
-          for (int j = 0; j < kBN / 8; ++j) {
-            const int col = n0 + j * 8 + (lane % 4) * 2;
-            store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1],
-                           fpairs_ok);
-            store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2],
-                           acc[mt][4 * j + 3], fpairs_ok);
+        float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+        for_each_fragment(row0, n0, [&](int mt, int j, int row, int col) {
+          store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
+          store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                         fpairs_ok);
+        });
+        if constexpr (kReduce == 0) {
+          return;  // splitk_reduce, launched after this kernel, sums the slabs
+        } else {
+          // In-kernel reduce: the split that arrives last at this tile's counter
+          // sums the slabs. Counter word: (epoch << 8) | splits arrived this call;
+          // a word from another call (or anything the workspace held) counts as 0.
+          // The last split writes (epoch << 8) back, so a replay of the same launch
+          // (a CUDA graph: same epoch) starts from 0 as well.
+          // The verdict goes through the first ring word: past the barrier below
+          // every consumer's wgmmas are complete and every load has landed.
+          __threadfence();  // this thread's partials are visible device-wide ...
+          named_bar_sync<1, 128 * kConsumers>();  // ... for every consumer thread
+          if (threadIdx.x == 128) {
+            unsigned long long* word = counters + blockIdx.x;
+            unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(word);
+            unsigned long long prev;
+            do {
+              prev = seen;
+              const unsigned long long next =
+                  (prev >> 8) == epoch ? prev + 1 : (epoch << 8) | 1ull;
+              seen = atomicCAS(word, prev, next);
+            } while (seen != prev);
+            const unsigned arrived = (prev >> 8) == epoch ? (prev & 0xFFu) + 1 : 1;
+            const bool last = arrived == gridDim.y;
+            if (last) atomicExch(word, epoch << 8);
+            sts_b32(sA0, last ? 1u : 0u);
           }
+          named_bar_sync<1, 128 * kConsumers>();
+          if (lds_b32(sA0) == 0) return;
+          __threadfence();  // the other splits' partials, published before their
+                            // increments, are read after ours
+          reduce_tile(partials, slab, static_cast<int>(gridDim.y), C, M, N, m0, n0);
+          return;
         }
-        return;
       }
     }
     if constexpr (kEpilogue == 1) {
-      // Staged epilogue. (1) Every consumer has passed its last full-barrier wait,
+      // Staged in the ring: every consumer has passed its last full-barrier wait,
       // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
       // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
       // over the consumer threads (the producer warpgroup does not take part)
-      // makes sure no other consumer's wgmma still reads it either.
+      // makes sure no other consumer's wgmma still reads it either. Each consumer
+      // stages its rows at the start of the ring.
       named_bar_sync<1, 128 * kConsumers>();
-      // (2) This warpgroup's kWgRows x BN fp16 tile goes to its own rows of the
-      // staging area at the start of the ring: row r at r * kStagePitch halfs.
-      const uint32_t stage0 = sA0 + static_cast<uint32_t>(c * kWgRows * kStagePitch * 2);
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        const int r = mt * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          const uint32_t a =
-              stage0 + static_cast<uint32_t>((r * kStagePitch + j * 8 + (lane % 4) * 2) * 2);
-          sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
-          sts_b32(a + 8 * kStagePitch * 2, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
-        }
-      }
-      // (3) This warpgroup's rows are complete; its 128 threads copy them out,
-      // 8 halfs (16 bytes) per thread per step, consecutive threads along a row.
-      if (c == 0) named_bar_sync<2, 128>();  // c is warpgroup-uniform
-      else named_bar_sync<3, 128>();
-      const bool vec_ok = (N % 8 == 0) && (reinterpret_cast<uintptr_t>(C) % 16 == 0);
-      constexpr int kChunks = kBN / 8;  // 16-byte chunks per staged row
-      const int t = threadIdx.x % 128;
-#pragma unroll 4
-      for (int idx = t; idx < kWgRows * kChunks; idx += 128) {
-        const int r = idx / kChunks;
-        const int q = idx % kChunks;
-        const int row = m0 + c * kWgRows + r;
-        const int col = n0 + q * 8;
-        if (row >= M || col >= N) continue;
-        const uint4 v = lds_v4(stage0 + static_cast<uint32_t>((r * kStagePitch + q * 8) * 2));
-        __half* p = C + static_cast<size_t>(row) * N + col;
-        if (vec_ok && col + 8 <= N) {
-          *reinterpret_cast<uint4*>(p) = v;
-        } else {
-          const __half* h = reinterpret_cast<const __half*>(&v);
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            if (col + e < N) p[e] = h[e];
-        }
-      }
+      store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
+                        N, row0, n0, acc);
     } else {
-      store_tile_direct(C, M, N, m0, n0, c, acc);
+      store_tile_direct(C, M, N, row0, n0, acc);
     }
   }
+  (void)counters;
+  (void)epoch;
 #endif  // ANVIL_PERSISTENT
 }
 
@@ -793,7 +969,7 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
-#if ANVIL_SPLIT_K > 1
+#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 0
 // Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
 // partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
 // both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
@@ -857,6 +1033,7 @@ struct PadPlan {
   int splits;
   size_t slab;         // floats per split slab
   size_t part_bytes;   // splits * slab * 4, or 0
+  size_t count_bytes;  // REDUCE=1: one 8-byte arrival counter per tile, or 0
 };
 PadPlan plan_padding(int M, int N, int K) {
   PadPlan p{};
@@ -865,6 +1042,10 @@ PadPlan plan_padding(int M, int N, int K) {
   if (p.splits > 1) {
     p.slab = (static_cast<size_t>(M) * N + 63) / 64 * 64;
     p.part_bytes = static_cast<size_t>(p.splits) * p.slab * 4;
+    if (kReduce == 1) {
+      const size_t tiles = static_cast<size_t>((M + kBM - 1) / kBM) * ((N + kBN - 1) / kBN);
+      p.count_bytes = align256(tiles * 8);
+    }
   }
   p.pad_a = K % 8 != 0;
   p.pad_b = kNT ? (K % 8 != 0) : (N % 8 != 0);
@@ -927,6 +1108,20 @@ int sm_count() {
 }
 #endif
 
+#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 1
+// A new 56-bit epoch per call for the in-kernel reduce's arrival counters. It
+// starts from a hash of this library's address in the process (so a workspace
+// left over from another process is unlikely to match) and never repeats within
+// the process; __atomic keeps concurrent host threads apart.
+unsigned long long next_epoch() {
+  static unsigned long long counter =
+      (reinterpret_cast<uintptr_t>(&counter) >> 4) * 0x9E3779B97F4A7C15ull;
+  const unsigned long long e =
+      __atomic_add_fetch(&counter, 1ull, __ATOMIC_RELAXED) & ((1ull << 56) - 1);
+  return e != 0 ? e : 1;
+}
+#endif
+
 void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
                 cudaStream_t stream) {
   const size_t total = static_cast<size_t>(rows) * ld;
@@ -940,7 +1135,7 @@ void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
 extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;
   const PadPlan p = plan_padding(M, N, K);
-  return p.a_bytes + p.b_bytes + p.part_bytes;
+  return p.a_bytes + p.b_bytes + p.part_bytes + p.count_bytes;
 }
 
 extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
@@ -992,6 +1187,15 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   float* partials = p.splits > 1 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
+  unsigned long long* counters = nullptr;
+  unsigned long long epoch = 0;
+#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 1
+  if (p.splits > 1) {
+    counters = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + p.a_bytes +
+                                                     p.b_bytes + p.part_bytes);
+    epoch = next_epoch();
+  }
+#endif
 #if ANVIL_PERSISTENT
   // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles.
   const int sms = sm_count();
@@ -1003,8 +1207,8 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
 #endif
   wgmma_tma_gemm<<<grid, kThreads, kSmemBytes, stream>>>(
       tmA, tmB, C, M, N, K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
-      p.slab);
-#if ANVIL_SPLIT_K > 1
+      p.slab, counters, epoch);
+#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 0
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const size_t blocks = ((total + 3) / 4 + 255) / 256;
