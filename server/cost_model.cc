@@ -93,10 +93,8 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
     }
   }
   e.us = body * 1e6 + fixed_us;
-  if (split > 1) {  // the reduce: partials in, fp16 C out, and (a reduce kernel) one more launch
-    const double launches = std::max<int64_t>(0, ModelTerm(family, *vars, "split_launches", 1));
-    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 +
-            fixed_us * 0.5 * launches;
+  if (split > 1) {  // the reduce kernel: partials in, fp16 C out, one more launch
+    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
   }
   return e;
 }

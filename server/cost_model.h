@@ -9,8 +9,7 @@
 // one CTA drives), pipeline_permille (main-loop efficiency of the ring
 // depth), store_permille (a tile's store cost against ideal DRAM-rate stores;
 // 0 = not modelled), store_hidden_permille (the share of it hidden behind other
-// work), split_launches (extra launches of a split-K reduce, default 1) and
-// variant (schedules the model cannot rank apart: the search screens each);
+// work) and variant (schedules the model cannot rank apart: the search screens each);
 // constants efficiency, fixed_us (launch + prologue + epilogue) and step_ns
 // (latency floor of one k-step). Thread-compatible.
 #ifndef ANVIL_SERVER_COST_MODEL_H_

@@ -1,20 +1,22 @@
 // seeds/03_wgmma_tma/kernel.cu: Hopper HGEMM, TMA + wgmma, warp-specialised (sm_90a).
 //
 // One CTA computes one BM x BN tile of C (non-persistent grid, grouped raster),
-// or, with SPLIT_K > 1, one contiguous range of K for one tile (see "Split-K").
-// The CTA has 1 + CONSUMERS warpgroups (128 threads each):
+// or, with SPLIT_K > 1, one contiguous range of K for one tile (see "Split-K"),
+// or, with PERSISTENT=1, loops over tiles (see "Persistent tile loop" and
+// "Pingpong"). The CTA has 1 + CONSUMERS warpgroups (128 threads each):
 //   * warpgroup 0, the producer: one thread issues TMA bulk-tensor loads of the
 //     A and B slices (BK = 64 halfs = 128 bytes of K) into a STAGES-deep ring
 //     of shared-memory buffers, 128-byte swizzled;
-//   * warpgroups 1..CONSUMERS: each owns BM/CONSUMERS rows of the tile and
-//     issues wgmma.mma_async m64nBNk16 (fp16 in, fp32 accumulators in
-//     registers) straight from the swizzled shared memory.
+//   * warpgroups 1..CONSUMERS: each owns BM/CONSUMERS rows of the tile (or, in
+//     pingpong, whole tiles) and issues wgmma.mma_async m64nBNk16 (fp16 in,
+//     fp32 accumulators in registers) straight from the swizzled shared memory.
 // Two mbarriers per ring slot synchronise them:
 //   full[s]  count 1: the producer's arrive.expect_tx(stage bytes); the phase
 //            completes when the TMA engine has written all the bytes.
-//   empty[s] count CONSUMERS*4: lane 0 of every consumer warp arrives once the
-//            wgmmas that read slot s are complete (wgmma.wait_group), so the
-//            producer may refill it.
+//   empty[s] count CONSUMERS*4 (4 in pingpong: one consumer reads each slot):
+//            lane 0 of every reading consumer warp arrives once the wgmmas that
+//            read slot s are complete (wgmma.wait_group), so the producer may
+//            refill it.
 // Phase parity: the n-th use (n = kt / STAGES) of slot s waits for phase n of
 // full[s], i.e. parity n & 1; the producer's n-th refill (n >= 1) waits for
 // phase n-1 of empty[s], i.e. parity (n-1) & 1.
@@ -121,7 +123,11 @@
 //      8 bounds-checked 2-byte stores.
 //   The staging needs BM*(BN+8)*2 bytes <= the ring (static_assert and seed.json
 //   rule); no extra shared memory. The fp32 split-K partials keep direct stores.
-//   EPILOGUE=0 compiles to the same SASS as before the knob existed.
+//   With PERSISTENT=1 the ring is being refilled for the next tile, so each
+//   consumer stages in its own kWgRows x (BN+8)-half buffer after the mbarriers
+//   (extra shared memory, in the seed.json rule) and step 1 is not needed; a
+//   barrier of its warpgroup before step 2 waits until the previous tile's
+//   copy-out has read the buffer.
 //
 // ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
 // The host launches min(tiles, SMs) CTAs (the SM count of the current device is
@@ -131,7 +137,7 @@
 // flight at any moment are ~gridDim.x consecutive raster positions). Barrier init,
 // tensor-map prefetch and the pipeline fill are paid once per CTA, and the producer
 // keeps loading the next tile's k-tiles into the ring while the consumers store
-// the current tile (direct fragment stores; the ring is never used for staging).
+// the current tile (direct stores, or staged in the consumers' own buffers).
 // Ring bookkeeping runs on g, the CTA's running k-iteration count over all its
 // tiles (never reset per tile), identically in the producer and the consumers:
 //   slot s = g % STAGES, use n = g / STAGES (kept incrementally as (s, parity of
@@ -151,14 +157,31 @@
 //   Then the accumulators are zeroed and the next tile starts. The producer thread
 //   exits after issuing its last load (as without persistence); the final empty
 //   arrivals are never waited on.
-// PERSISTENT=1 requires SPLIT_K == 1 (no (tile, split) work units) and EPILOGUE == 0
-// (the staged epilogue reuses the ring, which the producer is refilling for the
-// next tile): static_asserts and seed.json rules. PERSISTENT=0 builds the same SASS
-// as before the knob existed (#if).
+// PERSISTENT=1 requires SPLIT_K == 1 (no (tile, split) work units): static_assert
+// and seed.json rule.
+//
+// ---- Pingpong (ANVIL_SCHEDULE=1, with PERSISTENT=1 and CONSUMERS=2) --------------
+// Cooperative consumers (SCHEDULE=0) split every tile and store it together, so
+// the tensor cores idle during the epilogue. In pingpong (CUTLASS's
+// KernelTmaWarpSpecializedPingpong) consumer c computes whole BM x BN tiles: the
+// CTA's local tiles i = c, c + 2, ... The producer is unchanged: it loads every
+// local tile's k-tiles in order, so tile i occupies the running ring positions
+// [i * k_tiles, (i + 1) * k_tiles), and consumer c starts tile i from slot
+// (i * k_tiles) % STAGES, parity (i * k_tiles / STAGES) & 1. The consumers take
+// turns through the main loop with two named barriers (id 4 + c = "c's turn",
+// 256 threads: the waiter's bar.sync plus the other's bar.arrive): before tile
+// i > 0 consumer c waits for its turn; once tile i's last wgmmas are issued it
+// hands the turn over if tile i + 1 exists (so every sync has exactly one
+// arrive). Its epilogue then runs under the other consumer's wgmmas. The turns
+// also keep the parity waits exact: a consumer starts waiting on tile i's
+// positions only after every earlier position was waited on, so no slot is ever
+// a full phase ahead of its waiter; and each slot use is read and released by one
+// consumer, hence empty[s] counts 4 arrivals.
 //
 // Knobs (seed.json has the ranges and the hardware reason for each rule):
 //   ANVIL_BM            CTA tile rows: 64*CONSUMERS or 128*CONSUMERS (each consumer
-//                       owns BM/CONSUMERS rows = 1 or 2 m64 wgmma tiles)
+//                       owns BM/CONSUMERS rows = 1 or 2 m64 wgmma tiles); pingpong:
+//                       64 or 128 (each consumer owns whole tiles)
 //   ANVIL_BN            CTA tile cols = wgmma N: multiple of 16, 16..256
 //                       (NN: multiple of 64)
 //   ANVIL_BK            64 (one 128-byte swizzle row of fp16); fixed
@@ -171,7 +194,9 @@
 //                       fp32 partials workspace and a reduce kernel
 //   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores
 //   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
-//                       over the tiles (SPLIT_K 1 and EPILOGUE 0 only)
+//                       over the tiles (SPLIT_K 1 only)
+//   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
+//                       CONSUMERS 2)
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
 // name, e.g. -DANVIL_BN=256 -> MMA_64x256x16_F32F16F16_SS).
 
@@ -228,9 +253,6 @@
 #ifndef ANVIL_SCHEDULE
 #define ANVIL_SCHEDULE 0
 #endif
-#ifndef ANVIL_REDUCE
-#define ANVIL_REDUCE 0
-#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -262,7 +284,6 @@ constexpr int kSplitK = ANVIL_SPLIT_K;
 constexpr int kEpilogue = ANVIL_EPILOGUE;
 constexpr int kPersistent = ANVIL_PERSISTENT;
 constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
-constexpr int kReduce = ANVIL_REDUCE;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -324,7 +345,6 @@ static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
               "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
 static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
               "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
-static_assert(kReduce == 0 || kReduce == 1, "REDUCE: 0 (reduce kernel) or 1 (in-kernel)");
 static_assert(kPersistent == 1 || kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
 static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0 &&
@@ -453,63 +473,6 @@ __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int
   } else {
     if (col < N) p[0] = v0;
     if (col + 1 < N) p[1] = v1;
-  }
-}
-
-// In-kernel split-K reduce by the tile's last split (REDUCE=1): the consumer
-// threads sum the BM x BN tile's fp32 partials over the slabs in the fixed order
-// s = 0..splits-1 (deterministic; its own slab was stored like the others) and
-// store fp16 C. 4 columns per thread per step, consecutive threads along a row:
-// float4 loads and 8-byte stores where N % 4 == 0 and C is 8-byte aligned,
-// elementwise otherwise. One SM does the whole tile, so every split's load of a
-// step is issued before the first add (splits <= SPLIT_K registers' worth): a
-// load-add chain would pay one L2 round trip per split.
-[[maybe_unused]] __device__ __forceinline__ void reduce_tile(const float* partials, size_t slab,
-                                                             int splits, __half* C, int M, int N,
-                                                             int m0, int n0) {
-  constexpr int kQuads = kBN / 4;
-  const bool vec_ok = (N % 4 == 0) && (reinterpret_cast<uintptr_t>(C) % 8 == 0);
-  const int t = threadIdx.x - 128;
-#pragma unroll(kSplitK > 8 ? 1 : 2)
-  for (int idx = t; idx < kBM * kQuads; idx += 128 * kConsumers) {
-    const int row = m0 + idx / kQuads;
-    const int col = n0 + (idx % kQuads) * 4;
-    if (row >= M || col >= N) continue;
-    const size_t at = static_cast<size_t>(row) * N + col;
-    if (vec_ok && col + 4 <= N) {
-      float4 v[kSplitK];
-#pragma unroll
-      for (int sp = 0; sp < kSplitK; ++sp)
-        if (sp < splits) v[sp] = __ldcg(reinterpret_cast<const float4*>(partials + sp * slab + at));
-      float4 sum = v[0];
-#pragma unroll
-      for (int sp = 1; sp < kSplitK; ++sp) {
-        if (sp < splits) {
-          sum.x += v[sp].x;
-          sum.y += v[sp].y;
-          sum.z += v[sp].z;
-          sum.w += v[sp].w;
-        }
-      }
-      const __half2 lo = __floats2half2_rn(sum.x, sum.y);
-      const __half2 hi = __floats2half2_rn(sum.z, sum.w);
-      uint2 packed;
-      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
-      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(C + at) = packed;
-    } else {
-      for (int e = 0; e < 4 && col + e < N; ++e) {
-        float v[kSplitK];
-#pragma unroll
-        for (int sp = 0; sp < kSplitK; ++sp)
-          if (sp < splits) v[sp] = __ldcg(partials + sp * slab + at + e);
-        float sum = v[0];
-#pragma unroll
-        for (int sp = 1; sp < kSplitK; ++sp)
-          if (sp < splits) sum += v[sp];
-        C[at + e] = __float2half_rn(sum);
-      }
-    }
   }
 }
 
@@ -745,8 +708,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
                    int M, int N, int K, int tiles_m, int tiles_n,
-                   float* __restrict__ partials, size_t slab,
-                   unsigned long long* __restrict__ counters, unsigned long long epoch) {
+                   float* __restrict__ partials, size_t slab) {
   extern __shared__ unsigned char smem_raw[];
   // Align the ring to 1024 bytes in the shared address space.
   const uint32_t raw = smem_u32(smem_raw);
@@ -835,8 +797,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   (void)partials;
   (void)slab;
-  (void)counters;
-  (void)epoch;
 #else
   int m0, n0;
   tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
@@ -901,40 +861,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
                          fpairs_ok);
         });
-        if constexpr (kReduce == 0) {
-          return;  // splitk_reduce, launched after this kernel, sums the slabs
-        } else {
-          // In-kernel reduce: the split that arrives last at this tile's counter
-          // sums the slabs. Counter word: (epoch << 8) | splits arrived this call;
-          // a word from another call (or anything the workspace held) counts as 0.
-          // The last split writes (epoch << 8) back, so a replay of the same launch
-          // (a CUDA graph: same epoch) starts from 0 as well.
-          // The verdict goes through the first ring word: past the barrier below
-          // every consumer's wgmmas are complete and every load has landed.
-          __threadfence();  // this thread's partials are visible device-wide ...
-          named_bar_sync<1, 128 * kConsumers>();  // ... for every consumer thread
-          if (threadIdx.x == 128) {
-            unsigned long long* word = counters + blockIdx.x;
-            unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(word);
-            unsigned long long prev;
-            do {
-              prev = seen;
-              const unsigned long long next =
-                  (prev >> 8) == epoch ? prev + 1 : (epoch << 8) | 1ull;
-              seen = atomicCAS(word, prev, next);
-            } while (seen != prev);
-            const unsigned arrived = (prev >> 8) == epoch ? (prev & 0xFFu) + 1 : 1;
-            const bool last = arrived == gridDim.y;
-            if (last) atomicExch(word, epoch << 8);
-            sts_b32(sA0, last ? 1u : 0u);
-          }
-          named_bar_sync<1, 128 * kConsumers>();
-          if (lds_b32(sA0) == 0) return;
-          __threadfence();  // the other splits' partials, published before their
-                            // increments, are read after ours
-          reduce_tile(partials, slab, static_cast<int>(gridDim.y), C, M, N, m0, n0);
-          return;
-        }
+        return;  // splitk_reduce, launched after this kernel, sums the slabs
       }
     }
     if constexpr (kEpilogue == 1) {
@@ -951,8 +878,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile_direct(C, M, N, row0, n0, acc);
     }
   }
-  (void)counters;
-  (void)epoch;
 #endif  // ANVIL_PERSISTENT
 }
 
@@ -969,7 +894,7 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
-#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 0
+#if ANVIL_SPLIT_K > 1
 // Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
 // partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
 // both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
@@ -1033,7 +958,6 @@ struct PadPlan {
   int splits;
   size_t slab;         // floats per split slab
   size_t part_bytes;   // splits * slab * 4, or 0
-  size_t count_bytes;  // REDUCE=1: one 8-byte arrival counter per tile, or 0
 };
 PadPlan plan_padding(int M, int N, int K) {
   PadPlan p{};
@@ -1042,10 +966,6 @@ PadPlan plan_padding(int M, int N, int K) {
   if (p.splits > 1) {
     p.slab = (static_cast<size_t>(M) * N + 63) / 64 * 64;
     p.part_bytes = static_cast<size_t>(p.splits) * p.slab * 4;
-    if (kReduce == 1) {
-      const size_t tiles = static_cast<size_t>((M + kBM - 1) / kBM) * ((N + kBN - 1) / kBN);
-      p.count_bytes = align256(tiles * 8);
-    }
   }
   p.pad_a = K % 8 != 0;
   p.pad_b = kNT ? (K % 8 != 0) : (N % 8 != 0);
@@ -1108,20 +1028,6 @@ int sm_count() {
 }
 #endif
 
-#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 1
-// A new 56-bit epoch per call for the in-kernel reduce's arrival counters. It
-// starts from a hash of this library's address in the process (so a workspace
-// left over from another process is unlikely to match) and never repeats within
-// the process; __atomic keeps concurrent host threads apart.
-unsigned long long next_epoch() {
-  static unsigned long long counter =
-      (reinterpret_cast<uintptr_t>(&counter) >> 4) * 0x9E3779B97F4A7C15ull;
-  const unsigned long long e =
-      __atomic_add_fetch(&counter, 1ull, __ATOMIC_RELAXED) & ((1ull << 56) - 1);
-  return e != 0 ? e : 1;
-}
-#endif
-
 void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
                 cudaStream_t stream) {
   const size_t total = static_cast<size_t>(rows) * ld;
@@ -1135,7 +1041,7 @@ void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
 extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;
   const PadPlan p = plan_padding(M, N, K);
-  return p.a_bytes + p.b_bytes + p.part_bytes + p.count_bytes;
+  return p.a_bytes + p.b_bytes + p.part_bytes;
 }
 
 extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
@@ -1187,15 +1093,6 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   float* partials = p.splits > 1 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
-  unsigned long long* counters = nullptr;
-  unsigned long long epoch = 0;
-#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 1
-  if (p.splits > 1) {
-    counters = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + p.a_bytes +
-                                                     p.b_bytes + p.part_bytes);
-    epoch = next_epoch();
-  }
-#endif
 #if ANVIL_PERSISTENT
   // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles.
   const int sms = sm_count();
@@ -1207,8 +1104,8 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
 #endif
   wgmma_tma_gemm<<<grid, kThreads, kSmemBytes, stream>>>(
       tmA, tmB, C, M, N, K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
-      p.slab, counters, epoch);
-#if ANVIL_SPLIT_K > 1 && ANVIL_REDUCE == 0
+      p.slab);
+#if ANVIL_SPLIT_K > 1
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const size_t blocks = ((total + 3) / 4 + 255) / 256;
