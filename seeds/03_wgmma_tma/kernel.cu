@@ -299,15 +299,15 @@ constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
 constexpr int kStageBBytes = kBN * kRowBytes;       // B slice: BN x 128 B (both layouts)
 constexpr int kStageBytes = kStageABytes + kStageBBytes;
 constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box = 8 KiB
-// EPILOGUE=1 staging: the fp16 tile, BM rows x kStagePitch halfs, over the ring.
+// EPILOGUE=1 staging: each consumer's kWgRows rows x kStagePitch halfs, over the
+// ring without persistence, or (PERSISTENT=1: the ring is being refilled for
+// the next tile meanwhile) in shared memory of their own after the mbarriers.
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
-constexpr int kStagingBytes = kBM * kStagePitch * 2;
-// PERSISTENT=1 with EPILOGUE=1: each consumer stages in its own buffer after the
-// mbarriers (the ring is being refilled for the next tile meanwhile).
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
-constexpr int kOwnStagingBytes = (kPersistent && kEpilogue == 1) ? kConsumers * kWgStagingBytes : 0;
+constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
-                           2 * kStages * 8 /* full + empty mbarriers */ + kOwnStagingBytes;
+                           2 * kStages * 8 /* full + empty mbarriers */ +
+                           (kPersistent && kEpilogue == 1 ? kStagingBytes : 0);
 
 static_assert(kBK == 64, "BK must be 64: one 128-byte swizzle row of fp16");
 static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
@@ -497,11 +497,6 @@ __device__ __forceinline__ void named_bar_sync() {
 
 [[maybe_unused]] __device__ __forceinline__ void sts_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-[[maybe_unused]] __device__ __forceinline__ uint32_t lds_b32(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
 }
 [[maybe_unused]] __device__ __forceinline__ uint4 lds_v4(uint32_t addr) {
   uint4 v;
