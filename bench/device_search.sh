@@ -3,8 +3,11 @@
 # Unpacks the bundle and runs `anvil optimize` on the developers' shapes for
 # BUDGET minutes against the store in $DB (carried between runs: the search
 # resumes from it), then writes the winners as the harness CSV, the search
-# curve and the log under $OUT, and the store back out as search.db.gz.
+# curve and the log under $OUT, and the store back out as search.db.xz (xz
+# folds the many near-identical kernel sources: ~13x smaller than gzip).
 #   BUDGET=8 DB=bench/state/search.db bench/device_search.sh
+# TRANSFER=H200 starts each problem from its fastest configurations measured
+# on that GPU model (in the same store), re-measured here.
 # BUILD_BENCH=1 also measures build throughput against parallel nvcc jobs.
 # Knob-set checks through the harness: bench/device_check.sh.
 set -uo pipefail
@@ -23,10 +26,16 @@ fi
 cp "$DB" /tmp/search.db 2>/dev/null || true
 SECONDS=0
 timeout $((BUDGET * 60 + 150)) $B/bin/anvil --db /tmp/search.db optimize --shapes bench/dev_shapes.txt \
-  --budget-minutes $BUDGET --curve $OUT/curve.csv > $OUT/optimize.log 2>&1
+  --budget-minutes $BUDGET --curve $OUT/curve.csv ${TRANSFER:+--transfer-from $TRANSFER} \
+  > $OUT/optimize.log 2>&1
 echo "optimize rc=$? in ${SECONDS}s"
 grep -vE "^\s+\[(seeds|screen|widen|evolve-[0-9])\] [0-9]+x" $OUT/optimize.log | grep -v "\[info\]" | tail -45
+# This GPU's problems are the store's newest (the store may hold other GPUs').
+GPU=$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/search.db').execute(
+  'select gpu from problems order by id desc limit 1').fetchone()[0])")
 python3 bench/eval_csv.py --header > $OUT/search-dev.csv
-$B/bin/anvil --db /tmp/search.db --json kernels | python3 bench/eval_csv.py - >> $OUT/search-dev.csv
-gzip -c /tmp/search.db > $OUT/search.db.gz   # the store, for the next run (gunzip into $DB)
+$B/bin/anvil --db /tmp/search.db --json kernels --gpu "$GPU" | python3 bench/eval_csv.py - >> $OUT/search-dev.csv
+# The store, for the next run (unxz into $DB).
+python3 -c "import lzma, shutil; shutil.copyfileobj(open('/tmp/search.db', 'rb'), lzma.open('$OUT/search.db.xz', 'wb'))"
+echo "this GPU: $GPU"
 cut -d, -f1-9,13,15,17,19 $OUT/search-dev.csv

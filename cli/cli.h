@@ -47,6 +47,7 @@ struct OptimizeArgs {
   int build_jobs = 0;               // --build-jobs: parallel nvcc (0: one per two cores)
   bool seeds_only = false;          // --seeds-only: stage 0 only
   std::string curve_file;           // --curve FILE: search curve CSV
+  std::string transfer_from;        // --transfer-from GPU: start from its winners
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 

@@ -95,6 +95,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   SearchOptions so;
   so.budget_seconds = a.budget_minutes * 60;
   so.seeds_only = a.seeds_only;
+  so.transfer_from = a.transfer_from;
   absl::StatusOr<SearchResult> r =
       RunSearch(*seeds, *problems, job_id, **worker, **store, so,
                 [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });

@@ -33,7 +33,9 @@ SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
   k.name = std::string(n);
   k.default_value = Text(j.at("default"));
   k.reason = j.value("reason", "");
-  k.late = j.value("search", "") == "late";
+  const std::string search = j.value("search", "");
+  k.late = search == "late";
+  k.searched = search != "off";
   if (j.contains("values")) {
     for (const auto& v : j.at("values")) k.values.push_back(Text(v));
   } else if (j.contains("min")) {

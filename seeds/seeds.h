@@ -23,6 +23,9 @@ struct SeedKnob {
   // "late": tuned only around leaders (the search's evolutionary step), not
   // enumerated in the first screen (e.g. raster order, register split).
   bool late = false;
+  // "off": the search keeps the default (a switch for measuring by hand, e.g.
+  // one that moves warm but not device time, which the reward cannot see).
+  bool searched = true;
 };
 
 struct SeedRule {

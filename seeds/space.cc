@@ -24,7 +24,7 @@ class Enumerator {
       : f_(f), limit_(limit), vars_(LayoutVars(layout)) {
     for (const SeedKnob& k : f.knobs) {
       std::vector<std::pair<std::string, int64_t>> values;
-      std::vector<std::string> texts = k.late && !with_late
+      std::vector<std::string> texts = !k.searched || (k.late && !with_late)
                                            ? std::vector<std::string>{k.default_value}
                                            : k.values;
       if (texts.empty()) texts = {k.default_value};
@@ -144,6 +144,7 @@ std::vector<KnobParams> Neighbours(const SeedFamily& family, v1::Layout layout,
   std::vector<std::vector<std::pair<std::string, std::string>>> moves(family.knobs.size());
   for (size_t i = 0; i < family.knobs.size(); ++i) {
     const SeedKnob& k = family.knobs[i];
+    if (!k.searched) continue;
     auto at = std::find(k.values.begin(), k.values.end(), base.at(k.name));
     if (at == k.values.end()) continue;
     if (at != k.values.begin()) moves[i].emplace_back(k.name, *(at - 1));

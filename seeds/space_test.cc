@@ -81,6 +81,21 @@ TEST(Neighbours, AreLegalAndOneOrTwoStepsAway) {
   EXPECT_TRUE(moved_late);  // late knobs are tuned around leaders
 }
 
+TEST(SearchOff, KnobKeepsItsDefaultButStaysSettable) {
+  SeedFamily f = TestFamily();
+  SeedKnob pdl{"PDL", "1", {"0", "1"}, "switch", false};
+  pdl.searched = false;
+  f.knobs.push_back(pdl);
+  for (bool late : {false, true}) {
+    for (const KnobParams& p : LegalConfigs(f, v1::LAYOUT_NT, late)) EXPECT_EQ(p.at("PDL"), "1");
+  }
+  const KnobParams start = WithDefaults(f, {});
+  const std::vector<KnobParams> n = Neighbours(f, v1::LAYOUT_NT, start);
+  ASSERT_FALSE(n.empty());
+  for (const KnobParams& p : n) EXPECT_EQ(p.at("PDL"), "1");
+  EXPECT_TRUE(CheckConfig(f, v1::LAYOUT_NT, {{"PDL", "0"}}).ok());  // by hand: eval --param
+}
+
 TEST(ModelTerm, EvaluatesOrFallsBack) {
   SeedFamily f = TestFamily();
   absl::StatusOr<RuleVars> vars = KnobVars(f, v1::LAYOUT_NT, {{"BM", "128"}});

@@ -85,6 +85,12 @@ class Search {
     if (absl::Status st = Execute(plan); !st.ok()) return st;
 
     if (!options_.seeds_only) {
+      if (!options_.transfer_from.empty()) {
+        stage_ = "transfer";
+        absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> t = TransferPlan();
+        if (!t.ok()) return t.status();
+        if (absl::Status st = Execute(*t); !st.ok()) return st;
+      }
       stage_ = "screen";
       if (absl::Status st = Execute(ScreenPlan()); !st.ok()) return st;
       stage_ = "widen";
@@ -456,6 +462,39 @@ class Search {
   std::vector<StoredMeasurement> History(const ProblemState& p) {
     absl::StatusOr<std::vector<StoredMeasurement>> h = store_.SearchHistory(p.problem);
     return h.ok() ? *h : std::vector<StoredMeasurement>{};
+  }
+
+  // Each problem's fastest distinct configurations on the GPU model
+  // options_.transfer_from (same problem otherwise), as configurations of
+  // today's families: a configuration whose knobs or rules have changed since
+  // is skipped, a knob added since takes its default.
+  absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> TransferPlan() {
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    int found = 0;
+    for (ProblemState& p : problems_) {
+      v1::Problem there = p.problem;
+      there.set_gpu(options_.transfer_from);
+      // Sources changed since: the same knobs may appear under several ids.
+      absl::StatusOr<ExemplarSet> ex =
+          store_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
+      if (!ex.ok()) return ex.status();
+      int taken = 0;
+      for (const Exemplar& e : ex->fastest) {
+        if (taken == options_.transfer_per_problem) break;
+        const SeedFamily* f = FamilyOf(e.candidate);
+        if (f == nullptr || !f->searchable) continue;
+        KnobParams params(e.candidate.params().begin(), e.candidate.params().end());
+        if (!CheckConfig(*f, p.spec.layout, params).ok()) continue;
+        std::vector<ProblemState*>& to = plan[Intern(*f, p.spec.layout, params)];
+        if (std::find(to.begin(), to.end(), &p) != to.end()) continue;
+        to.push_back(&p);
+        ++taken;
+      }
+      found += taken;
+    }
+    progress_(absl::StrFormat("[transfer] %d configurations from %s for %d problems", found,
+                              options_.transfer_from, problems_.size()));
+    return plan;
   }
 
   // Successive halving: each problem's leaders go to the other problems of

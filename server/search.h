@@ -3,6 +3,10 @@
 // is built once and measured on every shape it is sent to):
 //   0 seeds   every family's default and suggested configurations on every
 //             problem of their layouts;
+//     transfer (with SearchOptions::transfer_from) each problem's fastest
+//             configurations on another GPU model, rebuilt from today's seed
+//             sources and measured here: a starting point, never a result
+//             (the GPU is part of the problem key);
 //   1 screen  for each problem, the legal configurations (seed.json rules),
 //             pruned by tile-versus-shape waste and ordered by the cost model
 //             (roofline + wave quantisation, refined by nearest measured
@@ -47,6 +51,8 @@ struct SearchOptions {
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
   bool seeds_only = false;        // stop after stage 0
+  std::string transfer_from;      // a GPU model in the store ("" = none), e.g. "H200"
+  int transfer_per_problem = 3;   // its fastest distinct configurations per problem
   DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
 };
 

@@ -48,14 +48,14 @@ class FakeGpuWorkerForTest : public KernelWorker {
     if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
     if (build.verdict() != v1::VERDICT_PASSED) return out;
     info_ = v1::RunnerInfo();
-    info_->set_gpu("FAKE-GPU");
+    info_->set_gpu(gpu);
     info_->set_arch("sm_90a");
     info_->set_sm_count(132);
     for (const v1::Shape& s : shapes) {
       const int n = ++measured[{c.id(), ShapeName(s), c.layout()}];
       v1::Measurement m;
       m.set_candidate_id(c.id());
-      *m.mutable_problem() = MakeProblem("FAKE-GPU", "sm_90a", s, c.layout());
+      *m.mutable_problem() = MakeProblem(gpu, "sm_90a", s, c.layout());
       const bool flaky = c.id() == flaky_id && n > 1;
       m.set_verdict(flaky ? v1::VERDICT_INCORRECT : v1::VERDICT_PASSED);
       if (flaky) m.set_reason("wrong_result");
@@ -85,6 +85,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   std::map<std::string, int> builds;
   std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
   std::string flaky_id;  // measures correctly once, then fails
+  std::string gpu = "FAKE-GPU";
 
  private:
   SeedFamily family_;
@@ -242,6 +243,52 @@ TEST(RunSearch, RefusesEmptyInput) {
   EXPECT_FALSE(RunSearch({TiledTestFamily()}, {}, "j", w, **s, {}, [](const std::string&) {}).ok());
   EXPECT_FALSE(RunSearch({}, {{MakeShape(1, 1, 1), v1::LAYOUT_NT}}, "j", w, **s, {},
                          [](const std::string&) {}).ok());
+}
+
+TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) {
+  std::unique_ptr<Store> store = Open();
+  // On another GPU model, a configuration the screen would not pick first was
+  // measured fast on the first problem; an unknown family's was faster still.
+  FakeGpuWorkerForTest other(TiledTestFamily());
+  other.gpu = "OTHER-GPU";
+  const SeedFamily& f = seeds_[0];
+  const KnobParams there{{"BM", "256"}, {"BN", "64"}, {"SPLIT_K", "2"}, {"GROUP_M", "1"}};
+  v1::Candidate transferred = MakeSeedCandidate(f, v1::LAYOUT_NT, WithDefaults(f, there));
+  transferred.set_proposer("embedded");
+  v1::Candidate stranger = transferred;
+  stranger.set_family("98_gone");
+  stranger.set_id(std::string(64, 'e'));
+  for (const v1::Candidate& c : {transferred, stranger}) {
+    std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({c});
+    ASSERT_TRUE(b[0].ok());
+    ASSERT_TRUE(other.Measure(c, *b[0], {problems_[0].shape}, store.get(), std::nullopt).ok());
+  }
+
+  FakeGpuWorkerForTest w(TiledTestFamily());
+  SearchOptions o;
+  o.transfer_from = "OTHER-GPU";
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o, &lines);
+  ASSERT_TRUE(r.ok()) << r.status();
+  bool announced = false;
+  for (const std::string& l : lines) {
+    announced |= l.find("[transfer] 1 configurations from OTHER-GPU for 3 problems") != std::string::npos;
+  }
+  EXPECT_TRUE(announced);
+  // Measured here, on the problem it won there.
+  EXPECT_EQ((w.measured[{transferred.id(), "4096x4096x4096", v1::LAYOUT_NT}]), 1);
+  // Nothing measured on OTHER-GPU counts here: every measurement of this
+  // GPU's problems was made by this GPU's worker.
+  for (const v1::ProblemProgress& p : r->problems) {
+    EXPECT_EQ(p.problem().gpu(), "FAKE-GPU");
+    absl::StatusOr<std::vector<StoredMeasurement>> h = store->SearchHistory(p.problem());
+    ASSERT_TRUE(h.ok());
+    int here = 0;
+    for (const auto& [key, n] : w.measured) {
+      if (std::get<1>(key) == ShapeName(p.problem().shape()) && std::get<2>(key) == p.problem().layout()) here += n;
+    }
+    EXPECT_EQ(static_cast<int>(h->size()), here) << ProblemName(p.problem());
+  }
 }
 
 }  // namespace

@@ -63,9 +63,10 @@
 //   ANVIL_GROUP_M        tile raster: GROUP_M row-tiles are swept together so the
 //                        CTAs running at once share A and B panels in L2
 //   ANVIL_SPLIT_K        K splits, 1 (off), 2, 3, 4, 6, 8, 12, 16
+//   ANVIL_PDL            1: kernels launched as programmatic dependents (below)
 //
 // Host path (lean: it is inside every timed call): integer arithmetic for the
-// grid, at most two cudaLaunchKernel calls whose return codes are the error
+// grid, at most two cudaLaunchKernelExC calls whose return codes are the error
 // check (no cudaGetLastError/PeekAtLastError, no device queries, no
 // allocation, nothing that synchronises). The >48 KiB dynamic shared-memory
 // opt-in is done once per process in a function-local static, and compiled
@@ -109,6 +110,9 @@
 #ifndef ANVIL_SPLIT_K
 #define ANVIL_SPLIT_K 1
 #endif
+#ifndef ANVIL_PDL
+#define ANVIL_PDL 1
+#endif
 
 namespace {
 
@@ -126,6 +130,7 @@ constexpr int kWarpsN = ANVIL_WARPS_N;
 constexpr int kStages = ANVIL_STAGES;
 constexpr int kGroupM = ANVIL_GROUP_M;
 constexpr int kSplitK = ANVIL_SPLIT_K;
+constexpr bool kPdl = ANVIL_PDL == 1;
 constexpr int kReduceThreads = 128;  // split-K reduction block
 
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -187,6 +192,20 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src,
                "l"(src), "r"(src_bytes)
                : "memory");
 }
+// Programmatic dependent launch (PDL=1): each kernel is launched with
+// programmatic stream serialisation, so it may be scheduled while the previous
+// kernel on the stream drains; pdl_wait() (before any global load or store)
+// blocks until that kernel has completed and its memory is visible, so results
+// are those of stream order. pdl_release() lets the next kernel in once every
+// CTA has called it; only the call's last kernel releases early, so no kernel
+// of one call waits inside the device time of another of the same call.
+__device__ __forceinline__ void pdl_wait() {
+  if constexpr (kPdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_release() {
+  if constexpr (kPdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -405,6 +424,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   const int k_base = kt0 * kBK;  // first K index of this CTA
 
+  pdl_wait();
+  if (gridDim.y == 1) pdl_release();  // split-K: the reduction comes next
+
   // Prologue: stages 0..STAGES-2 in flight, one commit group each (empty groups
   // past k_tiles keep the group count uniform).
 #pragma unroll
@@ -478,6 +500,8 @@ template <bool kVec4>
 __global__ void __launch_bounds__(kReduceThreads)
     splitk_reduce(const float* __restrict__ ws, __half* __restrict__ C, size_t mn,
                   size_t ws_slice, int splits) {
+  pdl_wait();
+  pdl_release();  // the call's last kernel
   const size_t t = static_cast<size_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
   if constexpr (kVec4) {
     const size_t e = t * 4;
@@ -545,6 +569,23 @@ inline size_t ws_slice_floats(int M, int N) {
   return (static_cast<size_t>(M) * static_cast<size_t>(N) + 3) & ~static_cast<size_t>(3);
 }
 
+// cudaLaunchKernel, as a programmatic dependent of the stream's previous
+// kernel with PDL=1.
+cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
+                          cudaStream_t stream) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = kPdl ? 1 : 0;
+  return cudaLaunchKernelExC(&config, kernel, args);
+}
+
 // The host path. A template only so that `if constexpr` discards the split-K
 // code (and never instantiates the reduction kernels) when S == 1.
 template <int S>
@@ -587,8 +628,7 @@ int launch(const __half* A, const __half* B, __half* C, int M, int N, int K,
   // The launch's return code is the error check (same information as
   // cudaGetLastError after <<<>>>, without a second runtime call, and it does
   // not report someone else's earlier error as ours).
-  if (cudaLaunchKernel(gemm, grid, dim3(kThreads), gemm_args, kSmemBytes, stream) !=
-      cudaSuccess)
+  if (launch_kernel(gemm, grid, dim3(kThreads), gemm_args, kSmemBytes, stream) != cudaSuccess)
     return 1;
 
   if constexpr (S > 1) {
@@ -601,8 +641,8 @@ int launch(const __half* A, const __half* B, __half* C, int M, int N, int K,
                               : reinterpret_cast<const void*>(&splitk_reduce<false>);
     const float* wsc = ws;
     void* red_args[] = {&wsc, &C, &mn, &ws_slice, &splits};
-    if (cudaLaunchKernel(reduce, dim3(static_cast<unsigned>(blocks)), dim3(kReduceThreads),
-                         red_args, 0, stream) != cudaSuccess)
+    if (launch_kernel(reduce, dim3(static_cast<unsigned>(blocks)), dim3(kReduceThreads),
+                      red_args, 0, stream) != cudaSuccess)
       return 1;
   }
   return 0;

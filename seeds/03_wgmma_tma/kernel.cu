@@ -197,6 +197,8 @@
 //                       over the tiles (SPLIT_K 1 only)
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
 //                       CONSUMERS 2)
+//   ANVIL_PDL           launched as programmatic dependents (see below), the next
+//                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
 // name, e.g. -DANVIL_BN=256 -> MMA_64x256x16_F32F16F16_SS).
 
@@ -253,6 +255,9 @@
 #ifndef ANVIL_SCHEDULE
 #define ANVIL_SCHEDULE 0
 #endif
+#ifndef ANVIL_PDL
+#define ANVIL_PDL 2
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -284,6 +289,8 @@ constexpr int kSplitK = ANVIL_SPLIT_K;
 constexpr int kEpilogue = ANVIL_EPILOGUE;
 constexpr int kPersistent = ANVIL_PERSISTENT;
 constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
+constexpr int kPdlMode = ANVIL_PDL;
+constexpr bool kPdl = kPdlMode != 0;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -322,6 +329,7 @@ static_assert(kNT || kBN % 64 == 0,
 static_assert(kMTiles * kAcc <= 128,
               "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
 static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
+static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
 static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
@@ -404,6 +412,24 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map))
                : "memory");
+}
+
+// Programmatic dependent launch (PDL >= 1). Every kernel of a call is launched
+// with programmatic stream serialisation, so it may start (mbarrier init,
+// tensor-map prefetch, setmaxnreg) while the previous kernel on the stream
+// finishes. pdl_wait() blocks until that kernel has completed and its memory
+// is visible: each kernel calls it before its first global load or store, so
+// the call's results are those of plain stream order. pdl_release() lets the
+// next kernel be scheduled once every CTA of this one has called it (or
+// exited): the GEMM kernel calls it once its CTA has started (PDL=1) or once
+// its producer has issued its last load (PDL=2). Only a call's last kernel
+// releases early, so no kernel of one call waits inside the device time of
+// another of the same call.
+__device__ __forceinline__ void pdl_wait() {
+  if constexpr (kPdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_release() {
+  if constexpr (kPdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -720,15 +746,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
   const unsigned n_local = (num_tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
 
+  if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
+    prefetch_tensormap(&tmA);
+    prefetch_tensormap(&tmB);
+  }
   init_ring(ring);
   __syncthreads();
+  pdl_wait();
+  if (kPdlMode == 1) pdl_release();
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (threadIdx.x == 0) {
-      prefetch_tensormap(&tmA);
-      prefetch_tensormap(&tmB);
       // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
       // parity of its use n = g / STAGES; refill marks n >= 1.
       int s = 0;
@@ -747,6 +777,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
+      if (kPdlMode == 2) pdl_release();
     }
   } else {
     // ------------------------------ consumers -----------------------------
@@ -807,15 +838,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
   }
 
+  if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
+    prefetch_tensormap(&tmA);
+    prefetch_tensormap(&tmB);
+  }
   init_ring(ring);
   __syncthreads();
+  pdl_wait();
+  const bool last_kernel = gridDim.y == 1;  // split-K: the reduce kernel comes next
+  if (kPdlMode == 1 && last_kernel) pdl_release();
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (threadIdx.x == 0) {
-      prefetch_tensormap(&tmA);
-      prefetch_tensormap(&tmB);
       for (int i = 0; i < n_kt; ++i) {
         const int kt = kt_begin + i;  // global k-tile; i drives the ring
         const int s = i % kStages;
@@ -823,6 +859,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
         load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
       }
+      if (kPdlMode == 2 && last_kernel) pdl_release();
     }
   } else {
     // ------------------------------ consumers -----------------------------
@@ -880,6 +917,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // the padding columns.
 __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ dst,
                          int rows, int cols, int ld) {
+  pdl_wait();  // the GEMM kernel follows: no early release
   const size_t total = static_cast<size_t>(rows) * ld;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -898,6 +936,8 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
 __global__ void __launch_bounds__(256)
     splitk_reduce(const float* __restrict__ partials, __half* __restrict__ C,
                   size_t total, size_t slab, int splits, bool c_vec) {
+  pdl_wait();
+  pdl_release();  // the call's last kernel
   const size_t groups = (total + 3) / 4;
   for (size_t g = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; g < groups;
        g += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -1023,12 +1063,69 @@ int sm_count() {
 }
 #endif
 
-void launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
-                cudaStream_t stream) {
-  const size_t total = static_cast<size_t>(rows) * ld;
+// Launches kernel<<<grid, block, smem, stream>>>(args...), as a programmatic
+// dependent of the stream's previous kernel with PDL=1.
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = kPdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
+// Grid of a grid-stride elementwise kernel over `total` items, 256 per block.
+unsigned stride_blocks(size_t total) {
   const size_t blocks = (total + 255) / 256;
-  pad_rows<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
-      src, dst, rows, cols, ld);
+  return static_cast<unsigned>(blocks < 4096 ? blocks : 4096);
+}
+
+cudaError_t launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
+                       cudaStream_t stream) {
+  return launch(pad_rows, stride_blocks(static_cast<size_t>(rows) * ld), 256, 0, stream,
+                src, dst, rows, cols, ld);
+}
+
+// The tensor maps of the last call on this thread: encoding them costs host
+// time on every call, and a map depends only on what it is keyed by here.
+struct MapKey {
+  const void* a;
+  const void* b;
+  int M, N, K, lda, ldb;
+  bool operator==(const MapKey& o) const {
+    return a == o.a && b == o.b && M == o.M && N == o.N && K == o.K && lda == o.lda &&
+           ldb == o.ldb;
+  }
+};
+struct MapCache {
+  bool valid = false;
+  MapKey key;
+  CUtensorMap tmA, tmB;
+};
+
+bool get_maps(const __half* a, const __half* b, int M, int N, int K, int lda, int ldb,
+              CUtensorMap* tmA, CUtensorMap* tmB) {
+  thread_local MapCache cache;
+  const MapKey key{a, b, M, N, K, lda, ldb};
+  if (!cache.valid || !(cache.key == key)) {
+    cache.valid = false;  // until both maps are encoded
+    if (!make_map(&cache.tmA, a, K, M, lda, kBK, kBM)) return false;
+    const bool ok_b = kNT ? make_map(&cache.tmB, b, K, N, ldb, kBK, kBN)
+                          : make_map(&cache.tmB, b, N, K, ldb, 64, kBK);
+    if (!ok_b) return false;
+    cache.key = key;
+    cache.valid = true;
+  }
+  *tmA = cache.tmA;
+  *tmB = cache.tmB;
+  return true;
 }
 
 }  // namespace
@@ -1065,22 +1162,20 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
     __half* ws_b = reinterpret_cast<__half*>(static_cast<char*>(workspace) + p.a_bytes);
     if (p.pad_a) {
       lda = round_up8(K);
-      launch_pad(A, ws_a, M, K, lda, stream);
+      if (launch_pad(A, ws_a, M, K, lda, stream) != cudaSuccess) return 1;
       a_src = ws_a;
     }
     if (p.pad_b) {
       ldb = kNT ? round_up8(K) : round_up8(N);
-      if (kNT) launch_pad(B, ws_b, N, K, ldb, stream);
-      else launch_pad(B, ws_b, K, N, ldb, stream);
+      const cudaError_t err = kNT ? launch_pad(B, ws_b, N, K, ldb, stream)
+                                  : launch_pad(B, ws_b, K, N, ldb, stream);
+      if (err != cudaSuccess) return 1;
       b_src = ws_b;
     }
   }
 
   CUtensorMap tmA, tmB;
-  if (!make_map(&tmA, a_src, K, M, lda, kBK, kBM)) return 6;
-  const bool ok_b = kNT ? make_map(&tmB, b_src, K, N, ldb, kBK, kBN)
-                        : make_map(&tmB, b_src, N, K, ldb, 64, kBK);
-  if (!ok_b) return 6;
+  if (!get_maps(a_src, b_src, M, N, K, lda, ldb, &tmA, &tmB)) return 6;
 
   // grid.x: the tile (grouped raster as without split-K); grid.y: the split, the
   // slowest-varying launch index, so co-resident CTAs are mostly the same split
@@ -1097,17 +1192,18 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
 #else
   const dim3 grid(static_cast<unsigned>(tiles_m * tiles_n), static_cast<unsigned>(p.splits));
 #endif
-  wgmma_tma_gemm<<<grid, kThreads, kSmemBytes, stream>>>(
-      tmA, tmB, C, M, N, K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
-      p.slab);
+  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, stream, tmA, tmB, C, M, N, K,
+             static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
+             p.slab) != cudaSuccess)
+    return 1;
 #if ANVIL_SPLIT_K > 1
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
-    const size_t blocks = ((total + 3) / 4 + 255) / 256;
     const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;
-    splitk_reduce<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
-        partials, C, total, p.slab, p.splits, c_vec);
+    if (launch(splitk_reduce, stride_blocks((total + 3) / 4), 256, 0, stream, partials, C,
+               total, p.slab, p.splits, c_vec) != cudaSuccess)
+      return 1;
   }
 #endif
-  return cudaGetLastError() != cudaSuccess ? 1 : 0;
+  return 0;
 }
