@@ -52,7 +52,7 @@ struct OptimizeArgs {
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
-               const std::string& figure);
+               const std::string& figure, const std::string& job);
 int RunDoctor(const Globals& g);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
 

@@ -10,8 +10,27 @@
 
 namespace anvil::cli {
 
+namespace {
+
+// A job's verified winner per problem (the problems it found none for are left out).
+absl::StatusOr<std::vector<v1::Kernel>> JobKernels(Store& store, const std::string& job_id,
+                                                   const std::string& figure) {
+  absl::StatusOr<v1::Job> job = store.GetJob(job_id);
+  if (!job.ok()) return job.status();
+  std::vector<v1::Kernel> out;
+  for (const v1::ProblemProgress& p : job->problems()) {
+    if (p.best_candidate_id().empty()) continue;
+    absl::StatusOr<v1::Kernel> k = store.GetKernel(p.best_candidate_id(), p.problem(), figure);
+    if (!k.ok()) return k.status();
+    out.push_back(*std::move(k));
+  }
+  return out;
+}
+
+}  // namespace
+
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout_text,
-               const std::string& figure) {
+               const std::string& figure, const std::string& job) {
   v1::Layout layout = v1::LAYOUT_UNSPECIFIED;
   if (!layout_text.empty()) {
     absl::StatusOr<v1::Layout> l = ParseLayout(layout_text);
@@ -26,7 +45,9 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
   opts.create_if_missing = false;
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db, opts);
   if (!store.ok()) return Report(store.status(), kDatabase);
-  absl::StatusOr<std::vector<v1::Kernel>> kernels = (*store)->ListBestKernels(gpu, layout, figure, 1000);
+  absl::StatusOr<std::vector<v1::Kernel>> kernels =
+      job.empty() ? (*store)->ListBestKernels(gpu, layout, figure, 1000)
+                  : JobKernels(**store, job, figure);
   if (!kernels.ok()) return Report(kernels.status(), kDatabase);
   if (g.json) {
     v1::ListKernelsResponse r;

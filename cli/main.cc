@@ -40,11 +40,12 @@ int main(int argc, char** argv) {
   eval->add_option("--param", ev.params, "knob KEY=VALUE, passed as -DANVIL_KEY=VALUE");
   eval->add_option("--rounds", ev.rounds, "interleaved timing rounds (default 5)")->check(CLI::Range(1, 100));
 
-  std::string gpu, klayout, figure = "device";
+  std::string gpu, klayout, figure = "device", kjob;
   CLI::App* kernels = app.add_subcommand("kernels", "list the best verified kernel per problem");
   kernels->add_option("--gpu", gpu, "only this device model");
   kernels->add_option("--layout", klayout, "only nt or nn");
   kernels->add_option("--figure", figure, "device, warm, cold or call");
+  kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
   CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
   if (*optimize) return RunOptimize(g, opt);
   if (*eval) return RunEval(g, ev);
-  if (*kernels) return RunKernels(g, gpu, klayout, figure);
+  if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
   if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
   if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");

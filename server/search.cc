@@ -85,9 +85,15 @@ class Search {
     if (absl::Status st = Execute(plan); !st.ok()) return st;
 
     if (!options_.seeds_only) {
-      if (!options_.transfer_from.empty()) {
-        stage_ = "transfer";
-        absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> t = TransferPlan();
+      // Each problem's fastest configurations, first those measured here with
+      // an earlier source of their family, then another GPU model's.
+      std::vector<std::pair<std::string, std::string>> carry = {{"carry", problems_.front().problem.gpu()}};
+      if (!options_.transfer_from.empty() && options_.transfer_from != carry[0].second) {
+        carry.emplace_back("transfer", options_.transfer_from);
+      }
+      for (const auto& [stage, gpu] : carry) {
+        stage_ = stage;
+        absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> t = TransferPlan(gpu);
         if (!t.ok()) return t.status();
         if (absl::Status st = Execute(*t); !st.ok()) return st;
       }
@@ -221,13 +227,35 @@ class Search {
     return nullptr;
   }
 
+  // Whether a candidate was made from its family's current source (true for
+  // candidates of no known family). A measurement of an earlier source still
+  // informs the model, but cannot be a problem's best: the winners are what
+  // today's seeds build.
+  bool Current(const v1::Candidate* c) {
+    const SeedFamily* f = c ? FamilyOf(*c) : nullptr;
+    if (f == nullptr) return true;
+    auto [it, fresh] = current_.try_emplace(c->id());
+    if (fresh) {
+      const Config* now = Intern(*f, c->layout(), KnobParams(c->params().begin(), c->params().end()));
+      it->second = now->candidate.id() == c->id();
+    }
+    return it->second;
+  }
+
+  bool CurrentId(const std::string& id) {
+    auto it = current_.find(id);
+    if (it != current_.end()) return it->second;
+    absl::StatusOr<v1::Candidate> c = store_.GetCandidate(id);
+    return Current(c.ok() ? &*c : nullptr);
+  }
+
   // Takes one measurement into the problem's state and the cost model.
   void Record(ProblemState& p, const v1::Candidate* c, const v1::Measurement& m, int64_t id,
               bool fresh) {
     p.measured.insert(m.candidate_id());
     ++p.tried;
     const bool passed = m.verdict() == v1::VERDICT_PASSED;
-    if (passed) {
+    if (passed && Current(c)) {
       // The speedup pairs a kernel with the baselines timed in its own
       // process: cuBLAS's figure moves between runs (power and clocks).
       const double us = m.timings().device().median_us();
@@ -464,16 +492,17 @@ class Search {
     return h.ok() ? *h : std::vector<StoredMeasurement>{};
   }
 
-  // Each problem's fastest distinct configurations on the GPU model
-  // options_.transfer_from (same problem otherwise), as configurations of
-  // today's families: a configuration whose knobs or rules have changed since
-  // is skipped, a knob added since takes its default.
-  absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> TransferPlan() {
+  // Each problem's fastest distinct configurations on the GPU model `gpu`
+  // (same problem otherwise), as configurations of today's families: one
+  // whose knobs or rules have changed since is skipped, a knob added since
+  // takes its default. Those already measured with today's source are not
+  // measured again (Execute).
+  absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> TransferPlan(const std::string& gpu) {
     std::map<Config*, std::vector<ProblemState*>> plan;
     int found = 0;
     for (ProblemState& p : problems_) {
       v1::Problem there = p.problem;
-      there.set_gpu(options_.transfer_from);
+      there.set_gpu(gpu);
       // Sources changed since: the same knobs may appear under several ids.
       absl::StatusOr<ExemplarSet> ex =
           store_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
@@ -492,8 +521,8 @@ class Search {
       }
       found += taken;
     }
-    progress_(absl::StrFormat("[transfer] %d configurations from %s for %d problems", found,
-                              options_.transfer_from, problems_.size()));
+    progress_(absl::StrFormat("[%s] %d configurations from %s for %d problems", stage_, found,
+                              gpu, problems_.size()));
     return plan;
   }
 
@@ -576,7 +605,7 @@ class Search {
         for (const StoredMeasurement& m : History(p)) {
           const v1::Measurement& x = m.measurement;
           if (x.verdict() == v1::VERDICT_PASSED && x.candidate_id() != failed &&
-              x.timings().device().median_us() < p.best_us) {
+              x.timings().device().median_us() < p.best_us && CurrentId(x.candidate_id())) {
             p.best_us = x.timings().device().median_us();
             p.baseline_us = BestBaselineUs(x, "device");
             p.best_id = x.candidate_id();
@@ -600,6 +629,7 @@ class Search {
   std::string stage_;
   std::vector<ProblemState> problems_;
   std::map<std::string, Config> configs_;  // by candidate id; stable addresses
+  std::map<std::string, bool> current_;    // candidate id -> Current()
   std::map<v1::Layout, std::vector<std::pair<const SeedFamily*, KnobParams>>> spaces_;
   SearchResult result_;
   int resumed_ = 0;

@@ -3,6 +3,9 @@
 // is built once and measured on every shape it is sent to):
 //   0 seeds   every family's default and suggested configurations on every
 //             problem of their layouts;
+//     carry   each problem's fastest configurations measured here with an
+//             earlier source of their family, measured with today's (a
+//             problem's best is always built from its family's current source);
 //     transfer (with SearchOptions::transfer_from) each problem's fastest
 //             configurations on another GPU model, rebuilt from today's seed
 //             sources and measured here: a starting point, never a result

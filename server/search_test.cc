@@ -245,6 +245,42 @@ TEST(RunSearch, RefusesEmptyInput) {
                          [](const std::string&) {}).ok());
 }
 
+TEST_F(SearchTest, WinnersComeFromTodaysSourceAndCarryTheOldLeadersOver) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(TiledTestFamily());
+  absl::StatusOr<SearchResult> first = Search(w, *store, SearchOptions());
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::set<std::string> old_winners;
+  for (const v1::ProblemProgress& p : first->problems) old_winners.insert(p.best_candidate_id());
+
+  // The family's source changes: every candidate id changes with it.
+  seeds_[0].source += "// v2\n";
+  FakeGpuWorkerForTest w2(TiledTestFamily());
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> second = Search(w2, *store, SearchOptions(), &lines);
+  ASSERT_TRUE(second.ok()) << second.status();
+  bool carried = false;
+  for (const std::string& l : lines) carried |= l.find("[carry] 9 configurations from FAKE-GPU") != std::string::npos;
+  EXPECT_TRUE(carried);
+  for (const v1::ProblemProgress& p : second->problems) {
+    ASSERT_FALSE(p.best_candidate_id().empty());
+    EXPECT_FALSE(old_winners.count(p.best_candidate_id()));
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(p.best_candidate_id());
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->source(), seeds_[0].source);
+  }
+  // Each old winner's configuration, rebuilt from today's source, was measured.
+  for (const std::string& id : old_winners) {
+    absl::StatusOr<v1::Candidate> old = store->GetCandidate(id);
+    ASSERT_TRUE(old.ok());
+    const v1::Candidate now = MakeSeedCandidate(seeds_[0], old->layout(),
+                                                KnobParams(old->params().begin(), old->params().end()));
+    bool measured = false;
+    for (const auto& [key, n] : w2.measured) measured |= std::get<0>(key) == now.id();
+    EXPECT_TRUE(measured) << old->name();
+  }
+}
+
 TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) {
   std::unique_ptr<Store> store = Open();
   // On another GPU model, a configuration the screen would not pick first was
