@@ -5,8 +5,10 @@
 # layouts; (2) the same configurations with PDL=1 and PDL=0 on the developers'
 # shapes they won, for the device, warm and call figures side by side.
 #   bench/device_pdl.sh      (writes $OUT/check.csv and $OUT/ab.csv)
-# CHECK_PDL: the PDL value checked for correctness (1); PDLS: the values
-# compared, each measured twice in turn ("1 0"; 03 also has 2).
+# CHECK_PDL: the PDL value checked for correctness (1; none: skip the checks);
+# PDLS: the values compared, each measured twice in turn ("1 0"; 03 also has
+# 2 and 3); AB_FILE: compare these configurations instead (lines of
+# name|W or M|layout|shapes|params, W = 03_wgmma_tma, M = 02_mma_sync).
 set -uo pipefail
 OUT=${OUT:-/tmp/anvil-out}
 CHECK_PDL=${CHECK_PDL:-1}
@@ -37,6 +39,10 @@ AB=(
   "wgmma_128x256_e1|$W|nt|4096x4096x4096|BM=128 BN=256 CONSUMER_REGS=224 EPILOGUE=1 GROUP_M=16 PRODUCER_REGS=32 STAGES=4"
   "wgmma_pp_e1|$W|nn|12288x8192x512 512x2048x512|PERSISTENT=1 SCHEDULE=1 BM=128 BN=128 EPILOGUE=1 PRODUCER_REGS=32 STAGES=4"
 )
+if [ -n "${AB_FILE:-}" ]; then
+  AB=(); while IFS= read -r l; do [ -n "$l" ] && AB+=("$(sed -e "s#|W|#|$W|#" -e "s#|M|#|$M|#" <<< "$l")"); done < $AB_FILE
+fi
+[ "$CHECK_PDL" = none ] && CHECKS=()
 run_eval() {  # run_eval NAME FILE LAYOUT "SHAPES" "PARAMS" [ROUNDS]
   local args=() s p
   for s in $4; do args+=(--shape $s); done
@@ -48,8 +54,8 @@ run_eval() {  # run_eval NAME FILE LAYOUT "SHAPES" "PARAMS" [ROUNDS]
 SECONDS=0
 for e in "${CHECKS[@]}" "${AB[@]}"; do
   IFS='|' read -r name file layout shapes params <<< "$e"
-  for pdl in $CHECK_PDL $PDLS; do
-    [[ $file == $M && $pdl == 2 ]] && continue  # 02 has PDL 0 and 1
+  for pdl in ${CHECK_PDL/none/} $PDLS; do
+    [[ $file == $M && $pdl -ge 2 ]] && continue  # 02 has PDL 0 and 1
     (cd /tmp && timeout 300 $B/bin/anvil eval $file --layout $layout --rounds 1 --shape 64x64x64 \
        $(for p in $params PDL=$pdl; do echo --param $p; done) > /dev/null 2>&1) &
   done
@@ -67,7 +73,7 @@ A=$OUT/ab.csv; python3 bench/eval_csv.py --header > $A
 for e in "${AB[@]}"; do
   IFS='|' read -r name file layout shapes params <<< "$e"
   for pdl in $PDLS $PDLS; do
-    [[ $file == $M && $pdl == 2 ]] && continue
+    [[ $file == $M && $pdl -ge 2 ]] && continue
     run_eval ${name}_pdl$pdl $file $layout "$shapes" "$params PDL=$pdl" >> $A
   done
 done
