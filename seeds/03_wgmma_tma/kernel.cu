@@ -329,7 +329,7 @@ static_assert(kNT || kBN % 64 == 0,
 static_assert(kMTiles * kAcc <= 128,
               "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
 static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
-static_assert(kPdlMode >= 0 && kPdlMode <= 3, "PDL: 0, 1, 2 or 3");
+static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
 static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
@@ -937,7 +937,7 @@ __global__ void __launch_bounds__(256)
     splitk_reduce(const float* __restrict__ partials, __half* __restrict__ C,
                   size_t total, size_t slab, int splits, bool c_vec) {
   pdl_wait();
-  if (kPdlMode != 3) pdl_release();  // the call's last kernel
+  pdl_release();  // the call's last kernel
   const size_t groups = (total + 3) / 4;
   for (size_t g = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; g < groups;
        g += static_cast<size_t>(gridDim.x) * blockDim.x) {
