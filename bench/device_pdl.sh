@@ -7,7 +7,7 @@
 #   bench/device_pdl.sh      (writes $OUT/check.csv and $OUT/ab.csv)
 # CHECK_PDL: the PDL value checked for correctness (1; none: skip the checks);
 # PDLS: the values compared, each measured twice in turn ("1 0"; 03 also has
-# 2 and 3); AB_FILE: compare these configurations instead (lines of
+# 2); AB_FILE: compare these configurations instead (lines of
 # name|W or M|layout|shapes|params, W = 03_wgmma_tma, M = 02_mma_sync).
 set -uo pipefail
 OUT=${OUT:-/tmp/anvil-out}
