@@ -5,10 +5,11 @@
 # layouts; (2) the same configurations with PDL=1 and PDL=0 on the developers'
 # shapes they won, for the device, warm and call figures side by side.
 #   bench/device_pdl.sh      (writes $OUT/check.csv and $OUT/ab.csv)
-# CHECK_PDL: the PDL value checked for correctness (1; none: skip the checks);
+# EVAL_TIMEOUT: seconds per eval (300). CHECK_PDL: the PDL value checked for correctness (1; none: skip the checks);
 # PDLS: the values compared, each measured twice in turn ("1 0"; 03 also has
-# 2); AB_FILE: compare these configurations instead (lines of
-# name|W or M|layout|shapes|params, W = 03_wgmma_tma, M = 02_mma_sync).
+# 2); AB_FILE / CHECK_FILE: compare / check these configurations instead (lines
+# of name|W or M|layout|shapes|params, W = 03_wgmma_tma, M = 02_mma_sync; in
+# CHECK_FILE, AWKWARD stands for the awkward shapes).
 set -uo pipefail
 OUT=${OUT:-/tmp/anvil-out}
 CHECK_PDL=${CHECK_PDL:-1}
@@ -39,15 +40,19 @@ AB=(
   "wgmma_128x256_e1|$W|nt|4096x4096x4096|BM=128 BN=256 CONSUMER_REGS=224 EPILOGUE=1 GROUP_M=16 PRODUCER_REGS=32 STAGES=4"
   "wgmma_pp_e1|$W|nn|12288x8192x512 512x2048x512|PERSISTENT=1 SCHEDULE=1 BM=128 BN=128 EPILOGUE=1 PRODUCER_REGS=32 STAGES=4"
 )
-if [ -n "${AB_FILE:-}" ]; then
-  AB=(); while IFS= read -r l; do [ -n "$l" ] && AB+=("$(sed -e "s#|W|#|$W|#" -e "s#|M|#|$M|#" <<< "$l")"); done < $AB_FILE
-fi
+entries() {  # entries FILE: its lines with the seed paths and shapes filled in
+  while IFS= read -r l; do
+    [ -n "$l" ] && sed -e "s#|W|#|$W|#" -e "s#|M|#|$M|#" -e "s#AWKWARD#$AWKWARD#" <<< "$l"
+  done < $1
+}
+if [ -n "${AB_FILE:-}" ]; then mapfile -t AB < <(entries $AB_FILE); fi
+if [ -n "${CHECK_FILE:-}" ]; then mapfile -t CHECKS < <(entries $CHECK_FILE); fi
 [ "$CHECK_PDL" = none ] && CHECKS=()
 run_eval() {  # run_eval NAME FILE LAYOUT "SHAPES" "PARAMS" [ROUNDS]
   local args=() s p
   for s in $4; do args+=(--shape $s); done
   for p in $5; do args+=(--param $p); done
-  (cd /tmp && timeout 300 $B/bin/anvil --json eval $2 --layout $3 --rounds ${6:-3} "${args[@]}" \
+  (cd /tmp && timeout ${EVAL_TIMEOUT:-300} $B/bin/anvil --json eval $2 --layout $3 --rounds ${6:-3} "${args[@]}" \
      2>>$OUT/stderr.txt) | python3 bench/eval_csv.py $1
 }
 # Build everything first, in parallel (the build cache serves the measured runs).
