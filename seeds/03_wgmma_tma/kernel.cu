@@ -393,12 +393,13 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Arrives on the barrier at the same shared-memory offset in cluster CTA `rank`.
+// Arrives on the barrier at the same shared-memory offset in cluster CTA `rank`
+// (release at CTA scope, as CUTLASS's ClusterBarrier: the wgmmas that read the
+// slot have completed before the arrive, so nothing else needs ordering).
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
-               : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 // This CTA's rank in its cluster (0 without clusters).
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
@@ -655,8 +656,11 @@ __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
   if constexpr (kCluster == 1) {
     mbar_arrive(ring.empty(s));
   } else {
+    const uint32_t me = cluster_rank();
+    mbar_arrive(ring.empty(s));
 #pragma unroll
-    for (uint32_t r = 0; r < kCluster; ++r) mbar_arrive_cluster(ring.empty(s), r);
+    for (uint32_t r = 0; r < kCluster; ++r)
+      if (r != me) mbar_arrive_cluster(ring.empty(s), r);
   }
 }
 
