@@ -7,7 +7,8 @@
 # folds the many near-identical kernel sources: ~13x smaller than gzip).
 #   BUDGET=8 DB=bench/state/search.db bench/device_search.sh   (DB may be a .xz)
 # TRANSFER=H200 starts each problem from its fastest configurations measured
-# on that GPU model (in the same store), re-measured here.
+# on that GPU model (in the same store), re-measured here; FIGURE=warm ranks by
+# warm time instead of device time.
 # BUILD_BENCH=1 also measures build throughput against parallel nvcc jobs.
 # Knob-set checks through the harness: bench/device_check.sh.
 set -uo pipefail
@@ -31,6 +32,7 @@ fi
 SECONDS=0
 timeout $((BUDGET * 60 + 150)) $B/bin/anvil --db /tmp/search.db optimize --shapes bench/dev_shapes.txt \
   --budget-minutes $BUDGET --curve $OUT/curve.csv ${TRANSFER:+--transfer-from $TRANSFER} \
+  ${FIGURE:+--figure $FIGURE} \
   > $OUT/optimize.log 2>&1
 echo "optimize rc=$? in ${SECONDS}s"
 grep -vE "^\s+\[(seeds|screen|widen|evolve-[0-9])\] [0-9]+x" $OUT/optimize.log | grep -v "\[info\]" | tail -45

@@ -48,7 +48,10 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
   absl::StatusOr<std::vector<v1::Kernel>> kernels =
       job.empty() ? (*store)->ListBestKernels(gpu, layout, figure, 1000)
                   : JobKernels(**store, job, figure);
-  if (!kernels.ok()) return Report(kernels.status(), kDatabase);
+  if (!kernels.ok()) {  // an unknown --job is bad input, not a broken database
+    return Report(kernels.status(),
+                  !job.empty() && absl::IsNotFound(kernels.status()) ? kUsage : kDatabase);
+  }
   if (g.json) {
     v1::ListKernelsResponse r;
     for (const v1::Kernel& k : *kernels) *r.add_kernels() = k;

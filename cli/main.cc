@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
+  optimize->add_option("--figure", opt.figure,
+                       "what a problem's best minimises: device (default), warm, cold or call");
   optimize->add_option("--transfer-from", opt.transfer_from,
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
 #include "proto/problem.h"
+#include "reward/reward.h"
 #include "seeds/seeds.h"
 #include "server/search.h"
 
@@ -45,9 +46,10 @@ absl::StatusOr<std::vector<ShapeSpec>> Problems(const OptimizeArgs& a) {
   return specs;
 }
 
-absl::Status WriteCurve(const std::string& path, const std::vector<CurvePoint>& curve) {
+absl::Status WriteCurve(const std::string& path, const std::string& figure,
+                        const std::vector<CurvePoint>& curve) {
   std::ofstream out(path);
-  out << "problem,candidates_tried,best_speedup_device,seconds,stage\n";
+  out << "problem,candidates_tried,best_speedup_" << figure << ",seconds,stage\n";
   for (const CurvePoint& c : curve) {
     out << absl::StrFormat("%s,%d,%.4f,%.1f,%s\n", c.problem, c.tried, c.speedup, c.seconds, c.stage);
   }
@@ -61,6 +63,9 @@ absl::Status WriteCurve(const std::string& path, const std::vector<CurvePoint>& 
 int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
   if (!problems.ok()) return Report(problems.status(), kUsage);
+  if (!IsFigure(a.figure)) {
+    return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
+  }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db);
   if (!store.ok()) return Report(store.status(), kDatabase);
   std::string why;
@@ -80,6 +85,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   std::string job_id = absl::StrCat("job-", std::chrono::system_clock::now().time_since_epoch().count());
   v1::OptimizeKernelRequest req;
   req.set_proposer("embedded");
+  req.set_reward_figure(a.figure);
   for (const ShapeSpec& s : *problems) {
     v1::Problem* p = req.add_problems();
     *p->mutable_shape() = s.shape;
@@ -96,6 +102,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   so.budget_seconds = a.budget_minutes * 60;
   so.seeds_only = a.seeds_only;
   so.transfer_from = a.transfer_from;
+  so.figure = a.figure;
   absl::StatusOr<SearchResult> r =
       RunSearch(*seeds, *problems, job_id, **worker, **store, so,
                 [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });
@@ -105,15 +112,15 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_SUCCEEDED);
   if (!a.curve_file.empty()) {
-    if (absl::Status st = WriteCurve(a.curve_file, r->curve); !st.ok()) return Report(st, kFailed);
+    if (absl::Status st = WriteCurve(a.curve_file, a.figure, r->curve); !st.ok()) return Report(st, kFailed);
   }
   const double minutes = std::max(r->wall_seconds, 1.0) / 60;
   std::cout << absl::StrFormat(
       "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building), %d measurements "
-      "(%.1f/min, %.0f s measuring)\nbest verified per problem (device time):\n",
+      "(%.1f/min, %.0f s measuring)\nbest verified per problem (%s time):\n",
       minutes, r->budget_exhausted ? " (budget spent: rerun to resume)" : "", r->candidates_built,
       r->build_failures, r->candidates_built / minutes, r->build_seconds, r->measurements,
-      r->measurements / minutes, r->measure_seconds);
+      r->measurements / minutes, r->measure_seconds, a.figure);
   double log_sum = 0;
   int n = 0;
   for (const v1::ProblemProgress& p : r->problems) {

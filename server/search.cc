@@ -258,7 +258,7 @@ class Search {
     if (passed && Current(c)) {
       // The speedup pairs a kernel with the baselines timed in its own
       // process: cuBLAS's figure moves between runs (power and clocks).
-      const double us = m.timings().device().median_us();
+      const double us = FigureUs(m.timings(), options_.figure);
       // A kernel re-measured in the verify stage keeps its first figure;
       // verification only promotes it.
       if (m.candidate_id() == p.best_id) {
@@ -267,7 +267,7 @@ class Search {
         const double before = p.Speedup();
         if (fresh && us < p.best_us * 0.995) ++improved_;
         p.best_us = us;
-        p.baseline_us = BestBaselineUs(m, "device");
+        p.baseline_us = BestBaselineUs(m, options_.figure);
         p.best_id = m.candidate_id();
         p.best_measurement = id;
         p.best_verified = m.verified();
@@ -476,7 +476,7 @@ class Search {
         if (made->candidate.id() != m.measurement.candidate_id()) continue;  // source changed since
         it = configs_.find(made->candidate.id());
       }
-      passed.emplace_back(m.measurement.timings().device().median_us(), &it->second);
+      passed.emplace_back(FigureUs(m.measurement.timings(), options_.figure), &it->second);
     }
     std::sort(passed.begin(), passed.end());
     std::vector<Config*> out;
@@ -505,7 +505,7 @@ class Search {
       there.set_gpu(gpu);
       // Sources changed since: the same knobs may appear under several ids.
       absl::StatusOr<ExemplarSet> ex =
-          store_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
+          store_.Exemplars(there, options_.figure, 4 * options_.transfer_per_problem);
       if (!ex.ok()) return ex.status();
       int taken = 0;
       for (const Exemplar& e : ex->fastest) {
@@ -521,8 +521,9 @@ class Search {
       }
       found += taken;
     }
-    progress_(absl::StrFormat("[%s] %d configurations from %s for %d problems", stage_, found,
-                              gpu, problems_.size()));
+    progress_(absl::StrFormat("[%s] %d configurations from %s for %d problems%s", stage_, found,
+                              gpu, problems_.size(),
+                              found == 0 ? " (none of them measured there, or none legal today)" : ""));
     return plan;
   }
 
@@ -605,9 +606,9 @@ class Search {
         for (const StoredMeasurement& m : History(p)) {
           const v1::Measurement& x = m.measurement;
           if (x.verdict() == v1::VERDICT_PASSED && x.candidate_id() != failed &&
-              x.timings().device().median_us() < p.best_us && CurrentId(x.candidate_id())) {
-            p.best_us = x.timings().device().median_us();
-            p.baseline_us = BestBaselineUs(x, "device");
+              FigureUs(x.timings(), options_.figure) < p.best_us && CurrentId(x.candidate_id())) {
+            p.best_us = FigureUs(x.timings(), options_.figure);
+            p.baseline_us = BestBaselineUs(x, options_.figure);
             p.best_id = x.candidate_id();
             p.best_measurement = m.id;
             p.best_verified = x.verified();
@@ -644,6 +645,9 @@ absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
                                        Store& store, const SearchOptions& options,
                                        const ProgressFn& progress) {
   if (problems.empty()) return absl::InvalidArgumentError("no problems to search");
+  if (!IsFigure(options.figure)) {
+    return absl::InvalidArgumentError("the search's figure must be device, warm, cold or call");
+  }
   if (seeds.empty()) return absl::FailedPreconditionError("no seed families loaded");
   return Search(seeds, problems, job_id, worker, store, options, progress).Run();
 }

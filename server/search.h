@@ -47,6 +47,10 @@ namespace anvil {
 
 struct SearchOptions {
   double budget_seconds = 3600;   // wall time of this run; the verify stage runs regardless
+  // What a problem's best minimises: "device" (what a CUDA-graph-captured step
+  // pays), "warm" or "call" (eager-mode back-to-back or one call with host
+  // overhead), or "cold". The cost model always predicts device time.
+  std::string figure = "device";
   int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
@@ -60,7 +64,7 @@ struct SearchOptions {
 };
 
 // One point of a problem's search curve: after `tried` candidates measured
-// on it, the best correct speedup over the best baseline (device time).
+// on it, the best correct speedup over the best baseline (by the search's figure).
 struct CurvePoint {
   std::string problem;  // ShapeName + layout
   int tried = 0;
