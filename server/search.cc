@@ -33,8 +33,9 @@ struct ProblemState {
   v1::Problem problem;             // with the GPU, once known
   std::string name;                // "MxNxK nt"
   std::set<std::string> measured;  // candidate ids measured on it (any verdict)
+  std::set<std::string> measured_knobs;  // KnobKey()s measured on it, under any source
   int tried = 0;
-  double baseline_us = 0;          // best baseline, device time
+  double baseline_us = 0;          // best baseline, by the search's figure
   double best_us = std::numeric_limits<double>::infinity();
   std::string best_id;             // candidate id
   int64_t best_measurement = 0;
@@ -75,12 +76,27 @@ class Search {
     progress_(absl::StrFormat("resumed from the store: %d measurements on these problems, "
                               "%d model observations", resumed_, model_.observations()));
 
-    // Stage 0: every seed configuration on every problem of its layout.
+    // Stage 0: every seed configuration on every problem of its layout, except
+    // where the same knobs were measured under an earlier source of the family
+    // (the model has those observations, and the carry stage re-measures each
+    // problem's fastest); a seeds-only run measures them all.
     std::map<Config*, std::vector<ProblemState*>> plan;
+    int known = 0;
     for (Config* c : seeds_list) {
       for (ProblemState& p : problems_) {
-        if (p.spec.layout == c->candidate.layout()) plan[c].push_back(&p);
+        if (p.spec.layout != c->candidate.layout()) continue;
+        if (!options_.seeds_only && !p.measured.count(c->candidate.id()) &&
+            p.measured_knobs.count(KnobKey(*c->family, c->candidate.layout(), c->params))) {
+          ++known;
+          continue;
+        }
+        plan[c].push_back(&p);
       }
+    }
+    if (known > 0) {
+      progress_(absl::StrFormat("[seeds] %d (configuration, problem) pairs skipped: measured "
+                                "under an earlier source",
+                                known));
     }
     if (absl::Status st = Execute(plan); !st.ok()) return st;
 
@@ -197,6 +213,7 @@ class Search {
     SetProblemKeys();
     for (ProblemState& p : problems_) {  // the store has everything, LearnGpu's too
       p.measured.clear();
+      p.measured_knobs.clear();
       p.tried = 0;
       p.best_us = std::numeric_limits<double>::infinity();
       p.best_id.clear();
@@ -225,6 +242,13 @@ class Search {
       if (f.name == c.family()) return &f;
     }
     return nullptr;
+  }
+
+  // A configuration's identity across sources of its family.
+  static std::string KnobKey(const SeedFamily& f, v1::Layout layout, const KnobParams& params) {
+    std::string key = absl::StrCat(f.name, "/", LayoutName(layout));
+    for (const auto& [k, v] : WithDefaults(f, params)) absl::StrAppend(&key, "/", k, "=", v);
+    return key;
   }
 
   // Whether a candidate was made from its family's current source (true for
@@ -282,6 +306,7 @@ class Search {
     const SeedFamily* f = c ? FamilyOf(*c) : nullptr;
     if (f == nullptr) return;
     KnobParams params(c->params().begin(), c->params().end());
+    p.measured_knobs.insert(KnobKey(*f, c->layout(), params));
     absl::StatusOr<Estimate> e = Predict(*f, c->layout(), params, p.spec.shape, model_.device());
     if (e.ok()) {
       model_.Observe({f->name, params, p.spec.shape, e->us,

@@ -265,9 +265,14 @@ TEST_F(SearchTest, WinnersComeFromTodaysSourceAndCarryTheOldLeadersOver) {
   std::vector<std::string> lines;
   absl::StatusOr<SearchResult> second = Search(w2, *store, SearchOptions(), &lines);
   ASSERT_TRUE(second.ok()) << second.status();
-  bool carried = false;
-  for (const std::string& l : lines) carried |= l.find("[carry] 9 configurations from FAKE-GPU") != std::string::npos;
+  bool carried = false, skipped = false;
+  for (const std::string& l : lines) {
+    carried |= l.find("[carry] 9 configurations from FAKE-GPU") != std::string::npos;
+    // 6 (seed configuration, problem) pairs, less the one that learns the GPU.
+    skipped |= l.find("[seeds] 5 (configuration, problem) pairs skipped") != std::string::npos;
+  }
   EXPECT_TRUE(carried);
+  EXPECT_TRUE(skipped);
   for (const v1::ProblemProgress& p : second->problems) {
     ASSERT_FALSE(p.best_candidate_id().empty());
     EXPECT_FALSE(old_winners.count(p.best_candidate_id()));
