@@ -85,6 +85,12 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
                                    : load * tm * tn * 2.0 / (device.dram_bytes_per_s / device.sms) *
                                          store_cost * (1.0 - store_hidden);
   double body = compute_s / pipeline + store_s;
+  // Operand rows that are not 16-byte multiples (K % 8, or NN's N % 8): a
+  // family without a fast path for them runs this much slower (constant
+  // misaligned_factor; 1 = handled, e.g. by padding into the workspace).
+  if (K % 8 != 0 || (layout == v1::LAYOUT_NN && N % 8 != 0)) {
+    body *= std::max(1.0, ModelConstant(family, "misaligned_factor", 1.0));
+  }
   e.bound = "compute";
   for (auto [t, name] : {std::pair{latency_s, "latency"}, {l2_s, "l2"}, {dram_s, "dram"}}) {
     if (t > body) {

@@ -34,6 +34,16 @@ TEST(Predict, SplitKPaysOnSkinnyLongK) {
   EXPECT_GT(Us(f, {{"SPLIT_K", "16"}}, square), Us(f, {{"SPLIT_K", "1"}}, square));
 }
 
+TEST(Predict, ChargesMisalignedRowsOnlyToFamiliesThatSaySo) {
+  SeedFamily f = TiledTestFamily();
+  const v1::Shape aligned = MakeShape(77, 3000, 1232), odd_k = MakeShape(77, 3000, 1234);
+  const double base = Us(f, {}, odd_k);
+  EXPECT_NEAR(base, Us(f, {}, aligned), base * 0.01);  // no factor: padding is free to the model
+  f.model_constants["misaligned_factor"] = 12;
+  EXPECT_GT(Us(f, {}, odd_k), 5 * base);
+  EXPECT_NEAR(Us(f, {}, aligned), base, base * 0.01);
+}
+
 TEST(Predict, CountsWasteAndWaves) {
   SeedFamily f = TiledTestFamily();
   absl::StatusOr<Estimate> e =

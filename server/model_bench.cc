@@ -12,8 +12,12 @@
 //               it knows when it ranks a leader's neighbours: evolve);
 //   best@model  where the measured-fastest configuration sits in the
 //   best@refined  first two models' order (1 = first);
+//   gap6@model  how much slower the fastest of each model's first 6 is than
+//   gap6@refined  the measured-fastest (0.05 = 5%; the screen takes 6);
 // and the medians over problems.
-//   anvil-model-bench --db search.db [--gpu H200] [--seeds DIR] [--k 4]
+// --show MxNxK lists that problem's configurations in the first-principles
+// order with their measured times.
+//   anvil-model-bench --db search.db [--gpu H200] [--seeds DIR] [--k 4] [--show MxNxK]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +27,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "proto/problem.h"
 #include "seeds/space.h"
 #include "server/cost_model.h"
@@ -80,6 +85,17 @@ int RankOfBest(const std::vector<double>& predicted, const std::vector<double>& 
   return rank;
 }
 
+// Measured time of the fastest of the first `n` in the order of `predicted`,
+// over the fastest measured, minus 1.
+double Gap(const std::vector<double>& predicted, const std::vector<double>& measured, size_t n) {
+  std::vector<size_t> order(predicted.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  double best_of_first = measured[order[0]];
+  for (size_t i = 1; i < std::min(n, order.size()); ++i) best_of_first = std::min(best_of_first, measured[order[i]]);
+  return best_of_first / *std::min_element(measured.begin(), measured.end()) - 1;
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -133,10 +149,12 @@ int main(int argc, char** argv) {
   CLI::App app{"anvil-model-bench: the cost model's ranking against a store's measurements"};
   std::string db, gpu, seeds_dir;
   int k = 4;
+  std::string show;
   app.add_option("--db", db, "the store")->required();
   app.add_option("--gpu", gpu, "only this device model (default: all)");
   app.add_option("--seeds", seeds_dir, "seed families (default: the installed ones)");
   app.add_option("--k", k, "nearest observations Refined() uses")->check(CLI::Range(1, 64));
+  app.add_option("--show", show, "list one problem's configurations, model order (MxNxK)");
   CLI11_PARSE(app, argc, argv);
 
   StoreOptions so;
@@ -159,9 +177,10 @@ int main(int argc, char** argv) {
     return 4;
   }
   const DeviceModel device;
-  std::printf("%-10s %-22s %-3s %7s %9s %11s %7s %10s %12s\n", "gpu", "shape", "lay", "configs",
-              "rho_model", "rho_refined", "rho_loo", "best@model", "best@refined");
-  std::vector<double> rho_m, rho_r, rho_l, at_m, at_r;
+  std::printf("%-10s %-22s %-3s %7s %9s %11s %7s %10s %12s %10s %12s\n", "gpu", "shape", "lay",
+              "configs", "rho_model", "rho_refined", "rho_loo", "best@model", "best@refined",
+              "gap6@model", "gap6@refined");
+  std::vector<double> rho_m, rho_r, rho_l, at_m, at_r, gap_m, gap_r;
   for (const ProblemPoints& pp : *problems) {
     // Observations of every other problem, then this problem's but one.
     auto observe = [&](CostModel& model, const ProblemPoints& from, const Point* skip) {
@@ -177,6 +196,7 @@ int main(int argc, char** argv) {
       if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) observe(others, other, nullptr);
     }
     std::vector<double> measured, model, model_refined, model_loo;
+    std::vector<std::pair<double, std::string>> listing;
     for (const Point& q : pp.points) {
       CostModel loo = others;
       observe(loo, pp, &q);
@@ -186,21 +206,34 @@ int main(int argc, char** argv) {
       if (!e.ok() || !r.ok() || !l.ok()) continue;
       measured.push_back(q.measured_us);
       model.push_back(e->us);
+      if (ShapeName(pp.problem.shape()) == show) {
+        std::string knobs;
+        for (const auto& [name, value] : q.params) absl::StrAppend(&knobs, " ", name, "=", value);
+        listing.emplace_back(e->us, absl::StrCat(absl::StrFormat("model %9.2f us  measured %9.2f us  %s  ",
+                                                                 e->us, q.measured_us, e->bound),
+                                                 q.family->name, knobs));
+      }
       model_refined.push_back(r->us);
       model_loo.push_back(l->us);
     }
+    std::sort(listing.begin(), listing.end());
+    for (const auto& [us, line] : listing) std::printf("  %s\n", line.c_str());
     if (measured.size() < 3) continue;
     rho_m.push_back(Spearman(model, measured));
     rho_r.push_back(Spearman(model_refined, measured));
     rho_l.push_back(Spearman(model_loo, measured));
     at_m.push_back(RankOfBest(model, measured));
     at_r.push_back(RankOfBest(model_refined, measured));
-    std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %10.0f %12.0f\n", pp.problem.gpu().c_str(),
-                ShapeName(pp.problem.shape()).c_str(), std::string(LayoutName(pp.problem.layout())).c_str(),
-                measured.size(), rho_m.back(), rho_r.back(), rho_l.back(), at_m.back(), at_r.back());
+    gap_m.push_back(Gap(model, measured, 6));
+    gap_r.push_back(Gap(model_refined, measured, 6));
+    std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %10.0f %12.0f %10.3f %12.3f\n",
+                pp.problem.gpu().c_str(), ShapeName(pp.problem.shape()).c_str(),
+                std::string(LayoutName(pp.problem.layout())).c_str(), measured.size(), rho_m.back(),
+                rho_r.back(), rho_l.back(), at_m.back(), at_r.back(), gap_m.back(), gap_r.back());
   }
   std::printf("median over %zu problems: rho_model %.2f, rho_refined %.2f, rho_loo %.2f, "
-              "best@model %.0f, best@refined %.0f\n",
-              rho_m.size(), Median(rho_m), Median(rho_r), Median(rho_l), Median(at_m), Median(at_r));
+              "best@model %.0f, best@refined %.0f, gap6@model %.3f, gap6@refined %.3f\n",
+              rho_m.size(), Median(rho_m), Median(rho_r), Median(rho_l), Median(at_m), Median(at_r),
+              Median(gap_m), Median(gap_r));
   return 0;
 }
