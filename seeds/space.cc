@@ -94,6 +94,12 @@ KnobParams WithDefaults(const SeedFamily& family, const KnobParams& params) {
   return all;
 }
 
+std::string ConfigKey(const SeedFamily& family, v1::Layout layout, const KnobParams& params) {
+  std::string key = absl::StrCat(family.name, "/", layout == v1::LAYOUT_NN ? "nn" : "nt");
+  for (const auto& [k, v] : WithDefaults(family, params)) absl::StrAppend(&key, "/", k, "=", v);
+  return key;
+}
+
 absl::StatusOr<RuleVars> KnobVars(const SeedFamily& family, v1::Layout layout,
                                   const KnobParams& params) {
   RuleVars vars = LayoutVars(layout);

@@ -18,6 +18,10 @@ using KnobParams = std::map<std::string, std::string>;  // knob (no ANVIL_ prefi
 // Every knob of `family` with `params` over the defaults.
 KnobParams WithDefaults(const SeedFamily& family, const KnobParams& params);
 
+// A configuration's identity across versions of its family's source:
+// "family/layout/KNOB=value/..." with every knob (defaults filled in).
+std::string ConfigKey(const SeedFamily& family, v1::Layout layout, const KnobParams& params);
+
 // The rule variables: ANVIL_<KNOB> for every knob (defaults filled in) and
 // ANVIL_LAYOUT_NT / ANVIL_LAYOUT_NN. InvalidArgument for a non-integer value.
 absl::StatusOr<RuleVars> KnobVars(const SeedFamily& family, v1::Layout layout,

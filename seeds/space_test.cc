@@ -96,6 +96,13 @@ TEST(SearchOff, KnobKeepsItsDefaultButStaysSettable) {
   EXPECT_TRUE(CheckConfig(f, v1::LAYOUT_NT, {{"PDL", "0"}}).ok());  // by hand: eval --param
 }
 
+TEST(ConfigKey, NamesTheSameKnobsAlikeWithDefaultsFilledIn) {
+  SeedFamily f = TestFamily();
+  EXPECT_EQ(ConfigKey(f, v1::LAYOUT_NT, {}), ConfigKey(f, v1::LAYOUT_NT, {{"BM", "64"}}));
+  EXPECT_NE(ConfigKey(f, v1::LAYOUT_NT, {}), ConfigKey(f, v1::LAYOUT_NN, {}));
+  EXPECT_NE(ConfigKey(f, v1::LAYOUT_NT, {}), ConfigKey(f, v1::LAYOUT_NT, {{"BM", "128"}}));
+}
+
 TEST(ModelTerm, EvaluatesOrFallsBack) {
   SeedFamily f = TestFamily();
   absl::StatusOr<RuleVars> vars = KnobVars(f, v1::LAYOUT_NT, {{"BM", "128"}});

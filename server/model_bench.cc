@@ -128,12 +128,9 @@ absl::StatusOr<std::vector<ProblemPoints>> Load(Store& store, const std::string&
       if (f == nullptr || f->model.empty()) continue;
       KnobParams params(c.params().begin(), c.params().end());
       if (!CheckConfig(*f, c.layout(), params).ok()) continue;  // knobs changed since
-      params = WithDefaults(*f, params);
-      std::string key = f->name;
-      for (const auto& [name, value] : params) absl::StrAppend(&key, "/", name, "=", value);
       const double us = m.measurement.timings().device().median_us();
-      auto [at, added] = index.try_emplace(key, pp.points.size());
-      if (added) pp.points.push_back({f, params, us});
+      auto [at, added] = index.try_emplace(ConfigKey(*f, c.layout(), params), pp.points.size());
+      if (added) pp.points.push_back({f, WithDefaults(*f, params), us});
       else pp.points[at->second].measured_us = std::min(pp.points[at->second].measured_us, us);
     }
     if (pp.points.size() >= 3) out.push_back(std::move(pp));

@@ -33,7 +33,7 @@ struct ProblemState {
   v1::Problem problem;             // with the GPU, once known
   std::string name;                // "MxNxK nt"
   std::set<std::string> measured;  // candidate ids measured on it (any verdict)
-  std::set<std::string> measured_knobs;  // KnobKey()s measured on it, under any source
+  std::set<std::string> measured_knobs;  // ConfigKey()s measured on it, under any source
   int tried = 0;
   double baseline_us = 0;          // best baseline, by the search's figure
   double best_us = std::numeric_limits<double>::infinity();
@@ -86,7 +86,7 @@ class Search {
       for (ProblemState& p : problems_) {
         if (p.spec.layout != c->candidate.layout()) continue;
         if (!options_.seeds_only && !p.measured.count(c->candidate.id()) &&
-            p.measured_knobs.count(KnobKey(*c->family, c->candidate.layout(), c->params))) {
+            p.measured_knobs.count(ConfigKey(*c->family, c->candidate.layout(), c->params))) {
           ++known;
           continue;
         }
@@ -244,13 +244,6 @@ class Search {
     return nullptr;
   }
 
-  // A configuration's identity across sources of its family.
-  static std::string KnobKey(const SeedFamily& f, v1::Layout layout, const KnobParams& params) {
-    std::string key = absl::StrCat(f.name, "/", LayoutName(layout));
-    for (const auto& [k, v] : WithDefaults(f, params)) absl::StrAppend(&key, "/", k, "=", v);
-    return key;
-  }
-
   // Whether a candidate was made from its family's current source (true for
   // candidates of no known family). A measurement of an earlier source still
   // informs the model, but cannot be a problem's best: the winners are what
@@ -306,7 +299,7 @@ class Search {
     const SeedFamily* f = c ? FamilyOf(*c) : nullptr;
     if (f == nullptr) return;
     KnobParams params(c->params().begin(), c->params().end());
-    p.measured_knobs.insert(KnobKey(*f, c->layout(), params));
+    p.measured_knobs.insert(ConfigKey(*f, c->layout(), params));
     absl::StatusOr<Estimate> e = Predict(*f, c->layout(), params, p.spec.shape, model_.device());
     if (e.ok()) {
       model_.Observe({f->name, params, p.spec.shape, e->us,
