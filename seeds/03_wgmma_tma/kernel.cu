@@ -197,6 +197,8 @@
 //                       over the tiles (SPLIT_K 1 only)
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
 //                       CONSUMERS 2)
+//   ANVIL_CLUSTER       1, or 2: CTA pairs along M share the B tile through TMA
+//                       multicast (PERSISTENT 0 only; see below)
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -258,6 +260,9 @@
 #ifndef ANVIL_PDL
 #define ANVIL_PDL 2
 #endif
+#ifndef ANVIL_CLUSTER
+#define ANVIL_CLUSTER 1
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -291,6 +296,7 @@ constexpr int kPersistent = ANVIL_PERSISTENT;
 constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
 constexpr int kPdlMode = ANVIL_PDL;
 constexpr bool kPdl = kPdlMode != 0;
+constexpr int kCluster = ANVIL_CLUSTER;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -330,6 +336,10 @@ static_assert(kMTiles * kAcc <= 128,
               "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
 static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
+static_assert(kCluster == 1 || kCluster == 2, "CLUSTER: 1 or 2");
+static_assert(kCluster == 1 || !kPersistent, "CLUSTER 2: not with the persistent loop");
+static_assert(!kNT || (kBN / kCluster) % 8 == 0,
+              "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
 static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
@@ -383,6 +393,27 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Arrives on the barrier at the same shared-memory offset in cluster CTA `rank`
+// (release at CTA scope, as CUTLASS's ClusterBarrier: the wgmmas that read the
+// slot have completed before the arrive, so nothing else needs ordering).
+[[maybe_unused]] __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// This CTA's rank in its cluster (0 without clusters).
+[[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
+  if constexpr (kCluster == 1) return 0;
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster (release/acquire: barrier inits and
+// shared-memory use before it are visible to the cluster after it).
+[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 // Returns once the phase with parity `parity` of the barrier has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
@@ -407,6 +438,16 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y)
+      : "memory");
+}
+// The same box written to the same offset in every CTA of `mask` (cluster ranks),
+// completing its bytes on the barrier at the same offset in each.
+[[maybe_unused]] __device__ __forceinline__ void tma_load_2d_multicast(
+    uint32_t dst, const CUtensorMap* map, uint32_t bar, int x, int y, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y), "h"(mask)
       : "memory");
 }
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
@@ -568,7 +609,8 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(ring.full(s), 1);
-      mbar_init(ring.empty(s), kSlotReaders * 4);  // lane 0 of each reading warp
+      // lane 0 of each reading warp, of every CTA the slot's B is multicast to
+      mbar_init(ring.empty(s), kSlotReaders * 4 * kCluster);
     }
     // Make the initialised barriers visible to the other threads and to the
     // async proxy (TMA complete_tx) before anyone uses them.
@@ -578,17 +620,47 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
 }
 
 // Producer: k-tile kt of the tile at (m0, n0) into slot s (A, then B as one
-// K-major box in NT or BN/64 MN-major boxes in NN).
+// K-major box in NT or BN/64 MN-major boxes in NN). With CLUSTER 2 the CTA of
+// cluster rank r loads its share of B (NT: rows r*BN/2.. of the box; NN: the
+// boxes j with j % 2 == r) and multicasts it to both CTAs, whose full[s] each
+// expect the whole stage.
 __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
-                                           const CUtensorMap* tmA, const CUtensorMap* tmB) {
+                                           uint32_t rank, const CUtensorMap* tmA,
+                                           const CUtensorMap* tmB) {
   mbar_arrive_expect_tx(ring.full(s), kStageBytes);
   tma_load_2d(ring.a(s), tmA, ring.full(s), kt * kBK, m0);
-  if constexpr (kNT) {
-    tma_load_2d(ring.b(s), tmB, ring.full(s), kt * kBK, n0);
-  } else {
+  if constexpr (kCluster == 1) {
+    if constexpr (kNT) {
+      tma_load_2d(ring.b(s), tmB, ring.full(s), kt * kBK, n0);
+    } else {
 #pragma unroll
-    for (int j = 0; j < kBN / 64; ++j)
-      tma_load_2d(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64, kt * kBK);
+      for (int j = 0; j < kBN / 64; ++j)
+        tma_load_2d(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64, kt * kBK);
+    }
+  } else {
+    constexpr uint16_t kAll = (1u << kCluster) - 1;
+    if constexpr (kNT) {
+      constexpr int kShare = kBN / kCluster;
+      tma_load_2d_multicast(ring.b(s) + rank * kShare * kRowBytes, tmB, ring.full(s),
+                            kt * kBK, n0 + static_cast<int>(rank) * kShare, kAll);
+    } else {
+      for (int j = static_cast<int>(rank); j < kBN / 64; j += kCluster)
+        tma_load_2d_multicast(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64,
+                              kt * kBK, kAll);
+    }
+  }
+}
+
+// A consumer warp's release of slot s: in every CTA its B was multicast to.
+__device__ __forceinline__ void release_slot(const Ring& ring, int s) {
+  if constexpr (kCluster == 1) {
+    mbar_arrive(ring.empty(s));
+  } else {
+    const uint32_t me = cluster_rank();
+    mbar_arrive(ring.empty(s));
+#pragma unroll
+    for (uint32_t r = 0; r < kCluster; ++r)
+      if (r != me) mbar_arrive_cluster(ring.empty(s), r);
   }
 }
 
@@ -710,7 +782,7 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
     mma_stage(ring, s, a_row0, acc);
-    if (kt > 0 && lane == 0) mbar_arrive(ring.empty(prev_s));  // release the previous use
+    if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
     prev_s = s;
     if (++s == kStages) {
       s = 0;
@@ -722,7 +794,7 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   fence_acc(acc);
   // The tile's last k-iteration's slot: its wgmmas are complete, release it now
   // (k_tiles >= 1) so the producer can refill it during the epilogue.
-  if (lane == 0) mbar_arrive(ring.empty(prev_s));
+  if (lane == 0) release_slot(ring, prev_s);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -769,7 +841,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
         for (int kt = 0; kt < k_tiles; ++kt) {
           if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-          load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
+          load_stage(ring, s, kt, m0, n0, 0, &tmA, &tmB);
           if (++s == kStages) {
             s = 0;
             parity ^= 1;
@@ -824,8 +896,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   (void)partials;
   (void)slab;
 #else
+  // CLUSTER 2: the cluster (CTAs 2i, 2i+1) takes a 2BM x BN pair of tiles through
+  // the grouped raster over pairs; rank r computes rows m0 + r*BM. With an odd
+  // number of tile-rows the last pairs' rank 1 lies below M: its A boxes are
+  // zero-filled by TMA and its stores masked, but it still loads and multicasts
+  // its share of B.
+  const uint32_t rank = cluster_rank();
   int m0, n0;
-  tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
+  if constexpr (kCluster == 1) {
+    tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
+  } else {
+    tile_origin(blockIdx.x / kCluster, (tiles_m + kCluster - 1) / kCluster, tiles_n, m0, n0);
+    m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+  }
   // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
   // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
   // splits, so n_kt >= 1; an empty range would still store its zero accumulators.
@@ -843,7 +926,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_tensormap(&tmB);
   }
   init_ring(ring);
-  __syncthreads();
+  // With clusters, the peer's multicasts and arrivals target this CTA's barriers.
+  if constexpr (kCluster > 1) cluster_sync();
+  else __syncthreads();
   pdl_wait();
   const bool last_kernel = gridDim.y == 1;  // split-K: the reduce kernel comes next
   if (kPdlMode == 1 && last_kernel) pdl_release();
@@ -857,7 +942,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int s = i % kStages;
         const int n = i / kStages;  // how many times slot s was filled before
         if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
-        load_stage(ring, s, kt, m0, n0, &tmA, &tmB);
+        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
       }
       if (kPdlMode == 2 && last_kernel) pdl_release();
     }
@@ -878,25 +963,22 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int s = i % kStages;
       mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
       mma_stage(ring, s, c * kWgRows, acc);
-      if (i > 0 && lane == 0) mbar_arrive(ring.empty((i - 1) % kStages));
+      if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
     }
     wgmma_wait<0>();
     fence_acc(acc);
 
-    if constexpr (kSplitK > 1) {
-      if (partials != nullptr) {
-        // This split's fp32 partial tile goes to its slab.
-        const bool fpairs_ok = (N % 2 == 0);
-        float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
-        for_each_fragment(row0, n0, [&](int mt, int j, int row, int col) {
-          store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
-          store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                         fpairs_ok);
-        });
-        return;  // splitk_reduce, launched after this kernel, sums the slabs
-      }
-    }
-    if constexpr (kEpilogue == 1) {
+    if (kSplitK > 1 && partials != nullptr) {
+      // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
+      // after this kernel, sums the slabs.
+      const bool fpairs_ok = (N % 2 == 0);
+      float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+      for_each_fragment(row0, n0, [&](int mt, int j, int row, int col) {
+        store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
+        store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                       fpairs_ok);
+      });
+    } else if constexpr (kEpilogue == 1) {
       // Staged in the ring: every consumer has passed its last full-barrier wait,
       // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
       // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
@@ -910,6 +992,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile_direct(C, M, N, row0, n0, acc);
     }
   }
+  // The peer may still arrive on this CTA's empty barriers: stay until it is done.
+  if constexpr (kCluster > 1) cluster_sync();
 #endif  // ANVIL_PERSISTENT
 }
 
@@ -1064,20 +1148,28 @@ int sm_count() {
 #endif
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...), as a programmatic
-// dependent of the stream's previous kernel with PDL=1.
+// dependent of the stream's previous kernel with PDL >= 1, in clusters of
+// `cluster` CTAs along x.
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                   cudaStream_t stream, Args... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+                   unsigned cluster, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (kPdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n++].val.clusterDim = {cluster, 1, 1};
+  }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = kPdl ? 1 : 0;
+  config.numAttrs = n;
   return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 
@@ -1089,7 +1181,7 @@ unsigned stride_blocks(size_t total) {
 
 cudaError_t launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
                        cudaStream_t stream) {
-  return launch(pad_rows, stride_blocks(static_cast<size_t>(rows) * ld), 256, 0, stream,
+  return launch(pad_rows, stride_blocks(static_cast<size_t>(rows) * ld), 256, 0, 1, stream,
                 src, dst, rows, cols, ld);
 }
 
@@ -1117,7 +1209,8 @@ bool get_maps(const __half* a, const __half* b, int M, int N, int K, int lda, in
   if (!cache.valid || !(cache.key == key)) {
     cache.valid = false;  // until both maps are encoded
     if (!make_map(&cache.tmA, a, K, M, lda, kBK, kBM)) return false;
-    const bool ok_b = kNT ? make_map(&cache.tmB, b, K, N, ldb, kBK, kBN)
+    // CLUSTER: an NT CTA loads its share of the B box (load_stage).
+    const bool ok_b = kNT ? make_map(&cache.tmB, b, K, N, ldb, kBK, kBN / kCluster)
                           : make_map(&cache.tmB, b, N, K, ldb, 64, kBK);
     if (!ok_b) return false;
     cache.key = key;
@@ -1190,17 +1283,21 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   const long long tiles = tiles_m * tiles_n;
   const dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms), 1u);
 #else
-  const dim3 grid(static_cast<unsigned>(tiles_m * tiles_n), static_cast<unsigned>(p.splits));
+  // CLUSTER 2: one cluster per pair of tile-rows (the last pair may be half empty).
+  const long long pairs_m = (tiles_m + kCluster - 1) / kCluster;
+  if (pairs_m * tiles_n * kCluster > INT_MAX) return 4;
+  const dim3 grid(static_cast<unsigned>(pairs_m * tiles_n * kCluster),
+                  static_cast<unsigned>(p.splits));
 #endif
-  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, stream, tmA, tmB, C, M, N, K,
-             static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
+  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, kCluster, stream, tmA, tmB, C, M, N,
+             K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
              p.slab) != cudaSuccess)
     return 1;
 #if ANVIL_SPLIT_K > 1
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;
-    if (launch(splitk_reduce, stride_blocks((total + 3) / 4), 256, 0, stream, partials, C,
+    if (launch(splitk_reduce, stride_blocks((total + 3) / 4), 256, 0, 1, stream, partials, C,
                total, p.slab, p.splits, c_vec) != cudaSuccess)
       return 1;
   }
