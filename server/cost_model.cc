@@ -45,6 +45,10 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const int64_t tn = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_n", 128));
   const int64_t tk = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_k", 64));
   const int64_t split = std::max<int64_t>(1, ModelTerm(family, *vars, "split_k", 1));
+  // The splits of a tile sum their partials inside one cluster (no slabs, no
+  // reduce kernel) instead of through the workspace and a second kernel.
+  const bool in_cluster = split > 1 && ModelTerm(family, *vars, "split_in_cluster", 0) != 0;
+  const bool slabs = split > 1 && !in_cluster;
   const int64_t per_sm = std::max<int64_t>(1, ModelTerm(family, *vars, "ctas_per_sm", 1));
   // The fraction of one SM's tensor throughput a lone CTA can drive (per mille).
   const double cta_rate =
@@ -69,8 +73,8 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double latency_s = CeilDiv(load, per_sm) * k_steps * step_ns * 1e-9;
   const double l2_s = e.ctas * (tm + tn) * k_steps * tk * 2.0 / device.l2_bytes_per_s;
   // DRAM: operands once, C (or the fp32 partials) once.
-  const double c_bytes = split > 1 ? split * M * N * 4.0 : M * N * 2.0;
-  e.partial_bytes = split > 1 ? c_bytes : 0;
+  const double c_bytes = slabs ? split * M * N * 4.0 : M * N * 2.0;
+  e.partial_bytes = slabs ? c_bytes : 0;
   const double dram_s = ((M * K + N * K) * 2.0 + c_bytes) / device.dram_bytes_per_s;
   // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
   const double pipeline =
@@ -81,9 +85,15 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double store_cost = ModelTerm(family, *vars, "store_permille", 0) / 1000.0;
   const double store_hidden =
       std::clamp<double>(ModelTerm(family, *vars, "store_hidden_permille", 0), 0, 1000) / 1000.0;
-  const double store_s = split > 1 ? 0.0
-                                   : load * tm * tn * 2.0 / (device.dram_bytes_per_s / device.sms) *
-                                         store_cost * (1.0 - store_hidden);
+  // In a cluster each split stores 1/split of the tile after reading that share
+  // from every split's partial tile (tm * tn * 4 bytes over the SM-to-SM network,
+  // taken at the SM's share of L2 bandwidth).
+  const double sm_dram = device.dram_bytes_per_s / device.sms;
+  const double store_s =
+      slabs        ? 0.0
+      : in_cluster ? load * (tm * tn * 2.0 / split / sm_dram +
+                             tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms))
+                   : load * tm * tn * 2.0 / sm_dram * store_cost * (1.0 - store_hidden);
   double body = compute_s / pipeline + store_s;
   // Operand rows that are not 16-byte multiples (K % 8, or NN's N % 8): a
   // family without a fast path for them runs this much slower (constant
@@ -99,7 +109,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
     }
   }
   e.us = body * 1e6 + fixed_us;
-  if (split > 1) {  // the reduce kernel: partials in, fp16 C out, one more launch
+  if (slabs) {  // the reduce kernel: partials in, fp16 C out, one more launch
     e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
   }
   return e;

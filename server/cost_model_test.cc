@@ -34,6 +34,26 @@ TEST(Predict, SplitKPaysOnSkinnyLongK) {
   EXPECT_GT(Us(f, {{"SPLIT_K", "16"}}, square), Us(f, {{"SPLIT_K", "1"}}, square));
 }
 
+TEST(Predict, SplitsSummedInAClusterSkipTheSlabsAndTheReduceKernel) {
+  SeedFamily f = TiledTestFamily();
+  f.model.emplace("split_in_cluster", *Expr::Parse("ANVIL_SPLIT_K >= 4"));
+  const v1::Shape skinny = MakeShape(256, 64, 12288);
+  SeedFamily plain = TiledTestFamily();
+  // The reduce kernel (half a launch, fixed_us 3, plus the slabs) is gone; reading
+  // the 128x128 fp32 tile over the SM-to-SM network (0.9 us) comes instead.
+  EXPECT_LT(Us(f, {{"SPLIT_K", "8"}}, skinny), Us(plain, {{"SPLIT_K", "8"}}, skinny) - 0.5);
+  absl::StatusOr<Estimate> e =
+      Predict(f, v1::LAYOUT_NT, {{"SPLIT_K", "8"}}, skinny, DeviceModel());
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->partial_bytes, 0);  // no workspace for partials
+  // A family term that is 0 leaves the slabs and the reduce kernel.
+  EXPECT_DOUBLE_EQ(Us(f, {{"SPLIT_K", "2"}}, skinny), Us(plain, {{"SPLIT_K", "2"}}, skinny));
+  // One split is no split, whatever the term says.
+  f.model.erase("split_in_cluster");
+  f.model.emplace("split_in_cluster", *Expr::Parse("1"));
+  EXPECT_DOUBLE_EQ(Us(f, {{"SPLIT_K", "1"}}, skinny), Us(plain, {{"SPLIT_K", "1"}}, skinny));
+}
+
 TEST(Predict, ChargesMisalignedRowsOnlyToFamiliesThatSaySo) {
   SeedFamily f = TiledTestFamily();
   const v1::Shape aligned = MakeShape(77, 3000, 1232), odd_k = MakeShape(77, 3000, 1234);

@@ -104,6 +104,31 @@
 // anvil_workspace_bytes adds splits * slab * 4 bytes when splits > 1, and
 // anvil_gemm returns 5 if the workspace is then null or not 16-byte aligned.
 //
+// ---- Split-K summed in a cluster (ANVIL_SPLIT_REDUCE=1) -------------------------
+// The second kernel and the slabs cost a launch, splits * M*N * 4 bytes written and
+// read back, and (device time being the sum of the kernels) the reduce's own time.
+// With SPLIT_REDUCE=1 the splits of one tile run as one thread-block cluster of
+// dims (1, splits, 1) (grid.y = splits, so cluster rank = blockIdx.y = the split)
+// and sum their partials through distributed shared memory instead:
+//   1. after its main loop each CTA's consumers wait for each other (bar.sync 1:
+//      the ring is drained, as for EPILOGUE=1) and store their fp32 accumulators
+//      into the CTA's own ring as a BM x (BN+8) row-major tile (pitch BN+8 floats:
+//      a warp's 8 rows x 4 lanes of 8-byte stores take the minimum 2 wavefronts);
+//   2. barrier.cluster (arrive.release / wait.acquire, every thread of every CTA):
+//      all partial tiles are written and visible to the cluster;
+//   3. split r sums the float4 groups [r*G/splits, (r+1)*G/splits) of the tile
+//      (G = BM*BN/4, row-major), reading the group from every CTA of the cluster
+//      with ld.shared::cluster (mapa) in the fixed order 0..splits-1, so the result
+//      is deterministic and independent of timing; it converts to fp16 and stores
+//      4 halfs (one 8-byte store when N % 4 == 0 and C is 8-byte aligned, else
+//      bounds-checked scalars), consecutive threads along a row;
+//   4. barrier.cluster again: no CTA exits (its shared memory goes away) while a
+//      peer may still read it.
+// No partials in the workspace, nothing else launched. Clusters above 8 CTAs are
+// "non-portable" (allowed on H100 up to 16, set once per process); a shape whose
+// cluster cannot be scheduled fails the launch (anvil_gemm returns 1). Needs
+// CLUSTER 1 and PERSISTENT 0, and BM*(BN+8)*4 bytes of ring (seed.json rules).
+//
 // ---- Epilogue (ANVIL_EPILOGUE) ------------------------------------------------
 // EPILOGUE=0: each consumer thread stores its accumulator fragment directly,
 //   half2 pairs over 8 rows per warp (uncoalesced: 32-byte sectors half used).
@@ -191,7 +216,9 @@
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
 //   ANVIL_SPLIT_K       K splits per tile (1 = off): 1,2,3,4,6,8,12,16; > 1 adds an
-//                       fp32 partials workspace and a reduce kernel
+//                       fp32 partials workspace and a reduce kernel, or
+//   ANVIL_SPLIT_REDUCE  1: the splits of a tile sum in a cluster through
+//                       distributed shared memory (no workspace, one kernel)
 //   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores
 //   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
 //                       over the tiles (SPLIT_K 1 only)
@@ -263,6 +290,9 @@
 #ifndef ANVIL_CLUSTER
 #define ANVIL_CLUSTER 1
 #endif
+#ifndef ANVIL_SPLIT_REDUCE
+#define ANVIL_SPLIT_REDUCE 0
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -297,6 +327,7 @@ constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
 constexpr int kPdlMode = ANVIL_PDL;
 constexpr bool kPdl = kPdlMode != 0;
 constexpr int kCluster = ANVIL_CLUSTER;
+constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -318,6 +349,9 @@ constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box 
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
 constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
+// SPLIT_REDUCE=1: a split's fp32 partial tile, BM rows x kRedPitch floats, in the ring.
+constexpr int kRedPitch = kBN + 8;
+constexpr int kRedBytes = kBM * kRedPitch * 4;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            2 * kStages * 8 /* full + empty mbarriers */ +
                            (kPersistent && kEpilogue == 1 ? kStagingBytes : 0);
@@ -355,6 +389,11 @@ static_assert(kConsumers == 1 || kProducerRegs + 2 * kConsumerRegs <= 504,
 static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
               "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
 static_assert(kSplitK >= 1 && kSplitK <= 16, "SPLIT_K: 1..16 (grid.y = split)");
+static_assert(ANVIL_SPLIT_REDUCE == 0 || ANVIL_SPLIT_REDUCE == 1, "SPLIT_REDUCE: 0 or 1");
+static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
+              "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
+static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
+              "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
 static_assert(kEpilogue == 0 || kEpilogue == 1, "EPILOGUE: 0 (direct) or 1 (smem-staged)");
 static_assert(kPersistent == 0 || kPersistent == 1, "PERSISTENT: 0 or 1");
 static_assert(kPersistent == 0 || kSplitK == 1,
@@ -393,13 +432,18 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// The address of shared-memory location `addr` (own window) in cluster CTA `rank`.
+[[maybe_unused]] __device__ __forceinline__ uint32_t mapa(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  return remote;
+}
 // Arrives on the barrier at the same shared-memory offset in cluster CTA `rank`
 // (release at CTA scope, as CUTLASS's ClusterBarrier: the wgmmas that read the
 // slot have completed before the arrive, so nothing else needs ordering).
 [[maybe_unused]] __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(mapa(bar, rank))
+               : "memory");
 }
 // This CTA's rank in its cluster (0 without clusters).
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
@@ -413,6 +457,17 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 [[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+[[maybe_unused]] __device__ __forceinline__ void sts_f2(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
 // Returns once the phase with parity `parity` of the barrier has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
@@ -764,6 +819,58 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   else store_tile_direct(C, M, N, row0, n0, acc);
 }
 
+// SPLIT_REDUCE=1, step 1: this consumer's kWgRows x BN fp32 accumulators into
+// rows c*kWgRows.. of the CTA's partial tile at `red` (row r at r * kRedPitch floats).
+[[maybe_unused]] __device__ __forceinline__ void stage_partial(uint32_t red, int c,
+                                                               float (&acc)[kMTiles][kAcc]) {
+  for_each_fragment(c * kWgRows, 0, [&](int mt, int j, int r, int q) {
+    const uint32_t a = red + static_cast<uint32_t>((r * kRedPitch + q) * 4);
+    sts_f2(a, acc[mt][4 * j + 0], acc[mt][4 * j + 1]);
+    sts_f2(a + 8 * kRedPitch * 4, acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+  });
+}
+
+// SPLIT_REDUCE=1, step 3: split `rank` of `splits` sums its share of the tile's
+// float4 groups over the partial tiles of every CTA of the cluster (same offset
+// `red` in each), in the order 0..splits-1, and stores them to C as fp16. Run by
+// the consumer threads (t = 0 .. 128*CONSUMERS-1).
+[[maybe_unused]] __device__ __forceinline__ void reduce_cluster_tile(
+    uint32_t red, int rank, int splits, int t, __half* C, int M, int N, int m0, int n0) {
+  constexpr int kRowGroups = kBN / 4;
+  constexpr int kGroups = kBM * kRowGroups;
+  const int g_end = (rank + 1) * kGroups / splits;
+  const bool vec_ok = (N % 4 == 0) && (reinterpret_cast<uintptr_t>(C) % 8 == 0);
+  for (int g = rank * kGroups / splits + t; g < g_end; g += 128 * kConsumers) {
+    const int r = g / kRowGroups;
+    const int q = (g % kRowGroups) * 4;
+    const int row = m0 + r;
+    const int col = n0 + q;
+    if (row >= M || col >= N) continue;
+    const uint32_t local = red + static_cast<uint32_t>((r * kRedPitch + q) * 4);
+    float4 sum = ld_cluster_f4(mapa(local, 0));
+#pragma unroll 4
+    for (int s = 1; s < splits; ++s) {
+      const float4 v = ld_cluster_f4(mapa(local, static_cast<uint32_t>(s)));
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+    __half* p = C + static_cast<size_t>(row) * N + col;
+    if (vec_ok && col + 4 <= N) {
+      uint2 packed;
+      packed.x = pack_half2(sum.x, sum.y);
+      packed.y = pack_half2(sum.z, sum.w);
+      *reinterpret_cast<uint2*>(p) = packed;
+    } else {
+      const float f[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (col + e < N) p[e] = __float2half_rn(f[e]);
+    }
+  }
+}
+
 // One tile's main loop for a consumer: waits for and consumes the ring positions
 // of its k_tiles k-iterations from (s, parity), leaving them advanced, and
 // releases every slot it used (the last one after wgmma_wait<0>). With
@@ -930,7 +1037,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kCluster > 1) cluster_sync();
   else __syncthreads();
   pdl_wait();
-  const bool last_kernel = gridDim.y == 1;  // split-K: the reduce kernel comes next
+  // Split-K with slabs: the reduce kernel comes next.
+  const bool last_kernel = gridDim.y == 1 || kClusterReduce;
+  // SPLIT_REDUCE=1 with more than one split: the tile's splits sum in the cluster.
+  const bool cluster_sum = kClusterReduce && gridDim.y > 1;
   if (kPdlMode == 1 && last_kernel) pdl_release();
 
   if (wg == 0) {
@@ -945,6 +1055,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
       }
       if (kPdlMode == 2 && last_kernel) pdl_release();
+    }
+    if (cluster_sum) {  // the producer warpgroup's part in the consumers' two barriers
+      cluster_sync();
+      cluster_sync();
     }
   } else {
     // ------------------------------ consumers -----------------------------
@@ -978,6 +1092,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
                        fpairs_ok);
       });
+    } else if (cluster_sum) {
+      // The ring is drained as for EPILOGUE=1 below; then every split's partial
+      // tile is visible to the cluster, summed, and kept until all have read it.
+      named_bar_sync<1, 128 * kConsumers>();
+      stage_partial(sA0, c, acc);
+      cluster_sync();
+      reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
+                          threadIdx.x - 128, C, M, N, m0, n0);
+      cluster_sync();
     } else if constexpr (kEpilogue == 1) {
       // Staged in the ring: every consumer has passed its last full-barrier wait,
       // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
@@ -1011,7 +1134,7 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
-#if ANVIL_SPLIT_K > 1
+#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
 // Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
 // partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
 // both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
@@ -1075,14 +1198,14 @@ struct PadPlan {
   bool pad_a, pad_b;
   size_t a_bytes, b_bytes;
   int splits;
-  size_t slab;         // floats per split slab
+  size_t slab;         // floats per split slab (0 with SPLIT_REDUCE=1)
   size_t part_bytes;   // splits * slab * 4, or 0
 };
 PadPlan plan_padding(int M, int N, int K) {
   PadPlan p{};
   const int k_tiles = (K + kBK - 1) / kBK;
   p.splits = kSplitK < k_tiles ? kSplitK : k_tiles;
-  if (p.splits > 1) {
+  if (p.splits > 1 && !kClusterReduce) {
     p.slab = (static_cast<size_t>(M) * N + 63) / 64 * 64;
     p.part_bytes = static_cast<size_t>(p.splits) * p.slab * 4;
   }
@@ -1127,8 +1250,14 @@ bool make_map(CUtensorMap* map, const void* base, int inner, int outer, int ld,
 }
 
 cudaError_t configure_once() {
-  static const cudaError_t err = cudaFuncSetAttribute(
-      wgmma_tma_gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  static const cudaError_t err = [] {
+    cudaError_t e = cudaFuncSetAttribute(wgmma_tma_gemm,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    // SPLIT_REDUCE=1: clusters of up to 16 splits (above 8 is "non-portable").
+    if (e == cudaSuccess && kClusterReduce && kSplitK > 8)
+      e = cudaFuncSetAttribute(wgmma_tma_gemm, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return e;
+  }();
   return err;
 }
 
@@ -1149,19 +1278,19 @@ int sm_count() {
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...), as a programmatic
 // dependent of the stream's previous kernel with PDL >= 1, in clusters of
-// `cluster` CTAs along x.
+// dims `cluster` (none when it is 1 x 1 x 1).
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                   unsigned cluster, cudaStream_t stream, Args... args) {
+                   dim3 cluster, cudaStream_t stream, Args... args) {
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
   if (kPdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n++].val.programmaticStreamSerializationAllowed = 1;
   }
-  if (cluster > 1) {
+  if (cluster.x * cluster.y * cluster.z > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n++].val.clusterDim = {cluster, 1, 1};
+    attr[n++].val.clusterDim = {cluster.x, cluster.y, cluster.z};
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
@@ -1181,7 +1310,7 @@ unsigned stride_blocks(size_t total) {
 
 cudaError_t launch_pad(const __half* src, __half* dst, int rows, int cols, int ld,
                        cudaStream_t stream) {
-  return launch(pad_rows, stride_blocks(static_cast<size_t>(rows) * ld), 256, 0, 1, stream,
+  return launch(pad_rows, stride_blocks(static_cast<size_t>(rows) * ld), 256, 0, dim3(1), stream,
                 src, dst, rows, cols, ld);
 }
 
@@ -1289,15 +1418,18 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   const dim3 grid(static_cast<unsigned>(pairs_m * tiles_n * kCluster),
                   static_cast<unsigned>(p.splits));
 #endif
-  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, kCluster, stream, tmA, tmB, C, M, N,
+  // SPLIT_REDUCE=1: a tile's splits form one cluster (grid.y = splits).
+  const dim3 cluster = kClusterReduce && p.splits > 1 ? dim3(1, static_cast<unsigned>(p.splits))
+                                                      : dim3(kCluster);
+  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, cluster, stream, tmA, tmB, C, M, N,
              K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
              p.slab) != cudaSuccess)
     return 1;
-#if ANVIL_SPLIT_K > 1
+#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;
-    if (launch(splitk_reduce, stride_blocks((total + 3) / 4), 256, 0, 1, stream, partials, C,
+    if (launch(splitk_reduce, stride_blocks((total + 3) / 4), 256, 0, dim3(1), stream, partials, C,
                total, p.slab, p.splits, c_vec) != cudaSuccess)
       return 1;
   }
