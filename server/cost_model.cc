@@ -35,6 +35,13 @@ double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
 
 }  // namespace
 
+int64_t DeviceModel::ClusterSlots(int64_t c) const {
+  if (c < 1 || c >= static_cast<int64_t>(cluster_ctas.size()) || cluster_ctas[c] <= 0 ||
+      cluster_ctas[1] <= 0)
+    return sms;
+  return std::max<int64_t>(c, static_cast<int64_t>(sms) * cluster_ctas[c] / cluster_ctas[1]);
+}
+
 absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
                                  const KnobParams& params, const v1::Shape& shape,
                                  const DeviceModel& device) {
@@ -61,11 +68,13 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const int64_t tiles = CeilDiv(M, tm) * CeilDiv(N, tn);
   e.waste = static_cast<double>(CeilDiv(M, tm) * tm * CeilDiv(N, tn) * tn) / (M * N) - 1.0;
   e.ctas = tiles * split;
-  const int64_t slots = static_cast<int64_t>(device.sms) * per_sm;
+  // Splits summed in a cluster are co-scheduled on one GPC: fewer SMs take them.
+  const int64_t sms = in_cluster ? device.ClusterSlots(split) : device.sms;
+  const int64_t slots = sms * per_sm;
   e.waves = static_cast<double>(e.ctas) / slots;
   const int64_t k_steps = CeilDiv(CeilDiv(K, tk), split);
   // The busiest SM runs ceil(ctas / sms) CTAs, up to per_sm of them at once.
-  const int64_t load = CeilDiv(e.ctas, device.sms);
+  const int64_t load = CeilDiv(e.ctas, sms);
   const int64_t together = std::min(load, per_sm);
   const double sm_rate = device.flops_per_s * efficiency / device.sms;
   const double cta_flops = 2.0 * tm * tn * k_steps * tk;
@@ -111,6 +120,11 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   e.us = body * 1e6 + fixed_us;
   if (slabs) {  // the reduce kernel: partials in, fp16 C out, one more launch
     e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
+  } else if (in_cluster) {
+    // Measured (H100, bench/NOTES.md): summing in the cluster saves none of the
+    // reduce kernel's time (cluster launch, two cluster barriers, the slowest
+    // split pacing the tile), so it is charged like the second launch.
+    e.us += fixed_us * 0.5;
   }
   return e;
 }

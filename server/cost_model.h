@@ -17,6 +17,8 @@
 #ifndef ANVIL_SERVER_COST_MODEL_H_
 #define ANVIL_SERVER_COST_MODEL_H_
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,15 @@ struct DeviceModel {
   double flops_per_s = 7.6e14;   // dense fp16 rate cuBLAS reaches (H100 SXM)
   double dram_bytes_per_s = 3.0e12;
   double l2_bytes_per_s = 1.0e13;  // operand re-reads served by L2 (tile-size pressure)
+  // CTAs that clusters of c CTAs (the index) can hold at once, one CTA per SM:
+  // a cluster lives on one GPC, and the GPCs' SM counts leave SMs out
+  // (cudaOccupancyMaxActiveClusters x c on the 132-SM H100 SXM,
+  // bench/results/2026-11-21-s5/call6-cluster-occupancy.csv); 0 = not measured.
+  std::array<int, 17> cluster_ctas = {0, 132, 132, 117, 120, 0, 102, 0, 120,
+                                      0, 0,   0,   84,  0,   0, 0,   112};
+  // The SMs that clusters of c can use at once: the measured share of cluster_ctas,
+  // scaled to `sms`; all of them where not measured.
+  int64_t ClusterSlots(int64_t c) const;
 };
 
 struct Estimate {

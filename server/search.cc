@@ -33,7 +33,7 @@ struct ProblemState {
   v1::Problem problem;             // with the GPU, once known
   std::string name;                // "MxNxK nt"
   std::set<std::string> measured;  // candidate ids measured on it (any verdict)
-  std::set<std::string> measured_knobs;  // ConfigKey()s measured on it, under any source
+  std::set<std::string> measured_knobs;  // ConfigKey()s passed on it, under any source
   int tried = 0;
   double baseline_us = 0;          // best baseline, by the search's figure
   double best_us = std::numeric_limits<double>::infinity();
@@ -299,7 +299,9 @@ class Search {
     const SeedFamily* f = c ? FamilyOf(*c) : nullptr;
     if (f == nullptr) return;
     KnobParams params(c->params().begin(), c->params().end());
-    p.measured_knobs.insert(ConfigKey(*f, c->layout(), params));
+    // A failure (a host-side bug, a build that a fix will mend) says nothing about
+    // the family's later sources: only a passed measurement lets the seed stage skip.
+    if (passed) p.measured_knobs.insert(ConfigKey(*f, c->layout(), params));
     absl::StatusOr<Estimate> e = Predict(*f, c->layout(), params, p.spec.shape, model_.device());
     if (e.ok()) {
       model_.Observe({f->name, params, p.spec.shape, e->us,

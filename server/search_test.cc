@@ -57,8 +57,12 @@ class FakeGpuWorkerForTest : public KernelWorker {
       m.set_candidate_id(c.id());
       *m.mutable_problem() = MakeProblem(gpu, "sm_90a", s, c.layout());
       const bool flaky = c.id() == flaky_id && n > 1;
-      m.set_verdict(flaky ? v1::VERDICT_INCORRECT : v1::VERDICT_PASSED);
+      const bool refused = refuses_bm64 && c.params().at("BM") == "64";
+      m.set_verdict(flaky     ? v1::VERDICT_INCORRECT
+                    : refused ? v1::VERDICT_UNSUPPORTED
+                              : v1::VERDICT_PASSED);
       if (flaky) m.set_reason("wrong_result");
+      if (refused) m.set_reason("returned_error");
       m.mutable_timings()->mutable_device()->set_median_us(TrueUs(c, s));
       m.mutable_timings()->mutable_warm()->set_median_us(WarmUs(c, s));
       v1::Baseline* b = m.add_baselines();
@@ -91,6 +95,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   std::map<std::string, int> builds;
   std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
   std::string flaky_id;  // measures correctly once, then fails
+  bool refuses_bm64 = false;  // a host-side bug: every BM=64 configuration returns an error
   std::string gpu = "FAKE-GPU";
 
  private:
@@ -290,6 +295,30 @@ TEST_F(SearchTest, WinnersComeFromTodaysSourceAndCarryTheOldLeadersOver) {
     for (const auto& [key, n] : w2.measured) measured |= std::get<0>(key) == now.id();
     EXPECT_TRUE(measured) << old->name();
   }
+}
+
+TEST_F(SearchTest, AConfigurationThatFailedUnderAnEarlierSourceIsMeasuredAgainAfterTheFix) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest broken(TiledTestFamily());
+  broken.refuses_bm64 = true;  // the suggested BM=64 BN=64 fails on every problem
+  ASSERT_TRUE(Search(broken, *store, SearchOptions()).ok());
+
+  seeds_[0].source += "// the fix\n";
+  FakeGpuWorkerForTest fixed(TiledTestFamily());
+  std::vector<std::string> lines;
+  ASSERT_TRUE(Search(fixed, *store, SearchOptions(), &lines).ok());
+  // Only the default configuration's pairs are skipped (less the one that
+  // learns the GPU): a failure says nothing about today's source.
+  bool skipped = false;
+  for (const std::string& l : lines)
+    skipped |= l.find("[seeds] 2 (configuration, problem) pairs skipped") != std::string::npos;
+  EXPECT_TRUE(skipped);
+  const v1::Candidate suggested =
+      MakeSeedCandidate(seeds_[0], v1::LAYOUT_NT, {{"BM", "64"}, {"BN", "64"}});
+  int problems = 0;
+  for (const auto& [key, n] : fixed.measured)
+    problems += std::get<0>(key) == suggested.id() ? 1 : 0;
+  EXPECT_EQ(problems, 2);  // the two NT problems, each once
 }
 
 TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) {

@@ -1082,7 +1082,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<0>();
     fence_acc(acc);
 
-    if (kSplitK > 1 && partials != nullptr) {
+    if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
       // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
       // after this kernel, sums the slabs.
       const bool fpairs_ok = (N % 2 == 0);
@@ -1375,7 +1375,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   const __half* b_src = B;
   int lda = K;
   int ldb = kNT ? K : N;
-  if ((p.pad_a || p.pad_b || p.splits > 1) &&
+  if ((p.pad_a || p.pad_b || p.part_bytes > 0) &&
       (workspace == nullptr || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0))
     return 5;
   if (configure_once() != cudaSuccess) return 3;
@@ -1402,7 +1402,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   // grid.x: the tile (grouped raster as without split-K); grid.y: the split, the
   // slowest-varying launch index, so co-resident CTAs are mostly the same split
   // (same k-range) of neighbouring tiles and keep the raster's L2 reuse.
-  float* partials = p.splits > 1 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
+  float* partials = p.part_bytes > 0 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
 #if ANVIL_PERSISTENT
