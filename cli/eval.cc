@@ -2,9 +2,11 @@
 // measure it against the cuBLAS family on this node's GPU.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
@@ -38,6 +40,31 @@ void PrintRow(const std::string& name, const v1::Timings& t, double rel_err) {
                                t.call().median_us(), t.first_call_us(), rel_err);
 }
 
+// The counter profile (--profile): each metric for the candidate and the
+// fastest baseline side by side.
+void PrintCounters(const v1::Measurement& m) {
+  const auto& p = m.profile();
+  auto index = p.find("hw.baseline_index");
+  const std::string baseline =
+      index != p.end() && index->second >= 0 && index->second < m.baselines_size()
+          ? m.baselines(static_cast<int>(index->second)).name()
+          : "baseline";
+  bool header = false;
+  for (const auto& [key, value] : std::map<std::string, double>(p.begin(), p.end())) {
+    if (!absl::StartsWith(key, "hw.") || absl::StartsWith(key, "hw.baseline")) continue;
+    if (!header) {
+      std::cout << absl::StrFormat("  %-72s %14s %14s\n", "counters (one call)", "candidate",
+                                   baseline);
+      header = true;
+    }
+    const std::string name = key.substr(3);
+    auto b = p.find("hw.baseline." + name);
+    std::cout << absl::StrFormat("  %-72s %14.4g %14s\n", name, value,
+                                 b == p.end() ? "-" : absl::StrFormat("%.4g", b->second));
+  }
+  if (!m.profile_error().empty()) std::cout << "counters   " << m.profile_error() << "\n";
+}
+
 void PrintMeasurement(const v1::Measurement& m) {
   std::cout << "problem    " << ShapeName(m.problem().shape()) << " " << LayoutName(m.problem().layout())
             << " on " << m.problem().gpu() << "\n";
@@ -59,6 +86,7 @@ void PrintMeasurement(const v1::Measurement& m) {
                                "graph capturable: %s; kernels per call: %d\n",
                                100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),
                                m.graph_capturable() ? "yes" : "no", m.kernels_per_call());
+  PrintCounters(m);
 }
 
 absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
@@ -104,6 +132,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   }
   LocalWorkerOptions options;
   options.protocol.set_rounds(a.rounds);
+  options.protocol.set_profile_counters(a.profile);
   absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(options);
   if (!worker.ok()) return Report(worker.status(), kUnavailable);
   std::vector<absl::StatusOr<v1::Build>> builds = (*worker)->BuildAll({*c});

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
@@ -50,8 +51,11 @@ class Harness : public ::testing::Test {
     e.problem_timeout = absl::Seconds(20);
     e.startup_timeout = absl::Seconds(20);
     evaluator_ = new Evaluator(e);
+    e.protocol.set_profile_counters(true);
+    profiling_evaluator_ = new Evaluator(e);
   }
   static void TearDownTestSuite() {
+    delete profiling_evaluator_;
     delete evaluator_;
     delete builder_;
     delete scratch_;
@@ -71,10 +75,12 @@ class Harness : public ::testing::Test {
   static sandbox::ScratchDir* scratch_;
   static Builder* builder_;
   static Evaluator* evaluator_;
+  static Evaluator* profiling_evaluator_;  // protocol.profile_counters on
 };
 sandbox::ScratchDir* Harness::scratch_ = nullptr;
 Builder* Harness::builder_ = nullptr;
 Evaluator* Harness::evaluator_ = nullptr;
+Evaluator* Harness::profiling_evaluator_ = nullptr;
 
 v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
@@ -101,6 +107,43 @@ TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
       }
     }
   }
+}
+
+// `anvil eval --profile`: GPU counters of one call of the candidate and of the
+// fastest baseline, after the timing. Every operand byte passes through L2 at
+// least once, and the profiled call's duration is of the order of the timed one.
+TEST_F(Harness, CounterProfileOfTheCandidateAndTheFastestBaseline) {
+  const char* env = std::getenv("ANVIL_SEEDS_DIR");
+  absl::StatusOr<std::vector<SeedFamily>> seeds =
+      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
+  const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
+  absl::StatusOr<v1::Build> b = builder_->Build(c);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
+  absl::StatusOr<Evaluation> ev = profiling_evaluator_->Evaluate(c, *b, {S(1024, 1024, 1024)}, {});
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  ASSERT_EQ(ev->measurements.size(), 1u);
+  const v1::Measurement& m = ev->measurements[0];
+  ASSERT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.reason() << " " << m.detail();
+  const auto& p = m.profile();
+  if (!p.contains("hw.gpu__time_duration.sum")) {
+    if (absl::StrContains(m.profile_error(), "restricted to admin users"))
+      GTEST_SKIP() << "GPU counters are closed on this node: " << m.profile_error();
+    FAIL() << "no counter profile: " << m.profile_error();
+  }
+  std::printf("%s\n", m.profile_error().c_str());
+  for (const auto& [k, v] : p) std::printf("  %-80s %.4g\n", k.c_str(), v);
+  EXPECT_GT(p.at("hw.passes"), 0);
+  const double operand_bytes = 2.0 * 2 * 1024 * 1024;  // A and B, fp16
+  if (p.contains("hw.lts__t_bytes.sum")) {
+    EXPECT_GE(p.at("hw.lts__t_bytes.sum"), operand_bytes);
+  }
+  const double profiled_us = p.at("hw.gpu__time_duration.sum") * 1e-3;
+  EXPECT_GT(profiled_us, 0.3 * m.timings().device().median_us());
+  EXPECT_LT(profiled_us, 5.0 * m.timings().device().median_us());
+  ASSERT_TRUE(p.contains("hw.baseline_index"));
+  EXPECT_TRUE(p.contains("hw.baseline.gpu__time_duration.sum"));
 }
 
 void CheckFolder(const std::string& folder, const std::function<std::vector<v1::Measurement>(

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "worker/runner/counter_profile.h"
 #include "worker/runner/stats.h"
 
 namespace anvil::runner {
@@ -184,7 +185,45 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
   if (*f) return fail(**f);
   m.set_verdict(v1::VERDICT_PASSED);
   Fill(m);
+  if (ctx_.protocol.profile_counters()) ProfileCounters(m);
   return m;
+}
+
+// After all timing (the replays must not touch a figure): counters for one call
+// of the candidate and of the fastest baseline by device time, as "hw.<metric>"
+// and "hw.baseline.<metric>", with "hw.baseline_index" naming the baseline. A
+// profile that cannot be taken leaves profile_error and never changes the verdict.
+void ProblemSession::ProfileCounters(v1::Measurement& m) {
+  int fastest = -1;
+  for (int i = 0; i < m.baselines_size(); ++i) {
+    const double us = m.baselines(i).timings().device().median_us();
+    if (us > 0 && (fastest < 0 || us < m.baselines(fastest).timings().device().median_us()))
+      fastest = i;
+  }
+  std::vector<std::string> errors;
+  auto profile = [&](size_t impl, const std::string& prefix) {
+    GemmImpl& g = *impls_[impl];
+    absl::StatusOr<CounterProfile> p = ProfileCall(ProfileMetrics(), [&]() -> absl::Status {
+      const int rc = g.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+      ANVIL_CUDA(cudaStreamSynchronize(stream_));
+      if (rc != 0) return absl::InternalError(absl::StrCat("returned ", rc));
+      return absl::OkStatus();
+    });
+    if (!p.ok()) {
+      errors.push_back(absl::StrCat(g.name(), ": ", p.status().message()));
+      return;
+    }
+    for (const auto& [name, value] : p->values) (*m.mutable_profile())[prefix + name] = value;
+    (*m.mutable_profile())[prefix + "passes"] = p->passes;
+    if (!p->unsupported.empty() && impl == 0)
+      errors.push_back(absl::StrCat("not on this GPU: ", absl::StrJoin(p->unsupported, ", ")));
+  };
+  profile(0, "hw.");
+  if (fastest >= 0) {
+    (*m.mutable_profile())["hw.baseline_index"] = fastest;
+    profile(static_cast<size_t>(fastest) + 1, "hw.baseline.");
+  }
+  m.set_profile_error(absl::StrJoin(errors, "; "));
 }
 
 void ProblemSession::Fill(v1::Measurement& m) const {

@@ -76,6 +76,7 @@ class ProblemSession {
   absl::Status Regenerate();
   absl::Status PoisonAndGuard();
   void Fill(v1::Measurement& m) const;
+  void ProfileCounters(v1::Measurement& m);
   // checks.cc
   absl::StatusOr<std::optional<Failure>> CheckCorrectness(v1::Measurement& m);
   absl::StatusOr<std::optional<Failure>> CheckOnce(Inputs kind, bool first, v1::Measurement& m);
