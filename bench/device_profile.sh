@@ -21,7 +21,7 @@ while IFS='|' read -r name fam layout shapes params; do
   args=(); for s in $shapes; do args+=(--shape $s); done
   for p in $params; do args+=(--param $p); done
   (cd /tmp && timeout ${EVAL_TIMEOUT:-300} $B/bin/anvil --json eval $file --layout $layout --rounds 2 \
-     --profile "${args[@]}" 2>>$OUT/stderr.txt) > $OUT/one.jsonl
+     --profile "${args[@]}" < /dev/null 2>>$OUT/stderr.txt) > $OUT/one.jsonl
   cat $OUT/one.jsonl >> $OUT/profile.jsonl
   python3 bench/eval_csv.py $name < $OUT/one.jsonl >> $OUT/profile.csv
   python3 bench/profile_table.py $name < $OUT/one.jsonl | tee -a $OUT/profile.md
