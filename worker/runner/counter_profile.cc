@@ -22,22 +22,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/runner/cuda_util.h"
+#include "worker/runner/cupti_util.h"
 
 namespace anvil::runner {
 namespace {
-
-absl::Status Check(CUptiResult r, const char* what) {
-  if (r == CUPTI_SUCCESS) return absl::OkStatus();
-  const char* msg = "?";
-  cuptiGetResultString(r, &msg);
-  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("CUPTI ", what, ": ", msg,
-                     " (GPU counters are restricted to admin users on this node: "
-                     "NVreg_RestrictProfilingToAdminUsers)"));
-  }
-  return absl::InternalError(absl::StrCat("CUPTI ", what, ": ", msg));
-}
 
 // A CUPTI parameter struct, zeroed, with its size set.
 template <typename T>
@@ -48,26 +36,10 @@ T Params(size_t struct_size) {
 }
 #define ANVIL_CUPTI_PARAMS(T) Params<T>(T##_STRUCT_SIZE)
 
-#define ANVIL_CUPTI(expr, what)                                        \
-  do {                                                                 \
-    if (absl::Status _st = Check((expr), what); !_st.ok()) return _st; \
+#define ANVIL_CUPTI(expr, what)                                              \
+  do {                                                                       \
+    if (absl::Status _st = CuptiStatus((expr), what); !_st.ok()) return _st; \
   } while (0)
-
-// The current context, through the runtime's driver entry point (the runner
-// does not link the driver library itself).
-absl::StatusOr<CUcontext> CurrentContext() {
-  using GetCurrent = CUresult (*)(CUcontext*);
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q) !=
-          cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || fn == nullptr)
-    return absl::InternalError("cuCtxGetCurrent is not available from the driver");
-  CUcontext ctx = nullptr;
-  if (reinterpret_cast<GetCurrent>(fn)(&ctx) != CUDA_SUCCESS || ctx == nullptr)
-    return absl::FailedPreconditionError("no current CUDA context to profile");
-  return ctx;
-}
 
 // The profiler host object, deinitialised on every exit path.
 class HostObject {
@@ -126,7 +98,7 @@ absl::Status InitializeProfilerOnce() {
     auto p = ANVIL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
     return cuptiProfilerInitialize(&p);
   }();
-  return Check(r, "profiler initialise");
+  return CuptiStatus(r, "profiler initialise");
 }
 
 // Step 2: the config image scheduling the counters of `names`; *passes is how

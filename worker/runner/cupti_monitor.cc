@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "worker/runner/cupti_util.h"
 
 namespace anvil::runner {
 namespace {
@@ -33,12 +34,6 @@ State& S() {
   return *s;
 }
 
-absl::Status Check(CUptiResult r, const char* what) {
-  if (r == CUPTI_SUCCESS) return absl::OkStatus();
-  const char* msg = "?";
-  cuptiGetResultString(r, &msg);
-  return absl::InternalError(absl::StrCat("CUPTI ", what, ": ", msg));
-}
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
@@ -102,12 +97,12 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 absl::StatusOr<std::unique_ptr<CuptiMonitor>> CuptiMonitor::Start() {
   State& s = S();
   s.main_tid = static_cast<pid_t>(syscall(SYS_gettid));
-  if (absl::Status st = Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
+  if (absl::Status st = CuptiStatus(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
                               "register buffers");
       !st.ok()) {
     return st;
   }
-  if (absl::Status st = Check(cuptiSubscribe(&s.subscriber, OnApi, nullptr), "subscribe");
+  if (absl::Status st = CuptiStatus(cuptiSubscribe(&s.subscriber, OnApi, nullptr), "subscribe");
       !st.ok()) {
     return st;
   }
@@ -124,7 +119,7 @@ CuptiMonitor::~CuptiMonitor() {
 absl::Status CuptiMonitor::SetActivity(bool on) {
   for (CUpti_ActivityKind kind : kKinds) {
     CUptiResult r = on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
-    if (absl::Status st = Check(r, on ? "enable activity" : "disable activity"); !st.ok()) {
+    if (absl::Status st = CuptiStatus(r, on ? "enable activity" : "disable activity"); !st.ok()) {
       return st;
     }
   }
@@ -135,7 +130,7 @@ absl::Status CuptiMonitor::SetAudit(bool on) {
   // Callbacks are off outside audits: they would add host time to every call.
   State& s = S();
   for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
-    if (absl::Status st = Check(cuptiEnableDomain(on ? 1 : 0, s.subscriber, d), "callbacks");
+    if (absl::Status st = CuptiStatus(cuptiEnableDomain(on ? 1 : 0, s.subscriber, d), "callbacks");
         !st.ok()) {
       return st;
     }
@@ -172,21 +167,11 @@ ApiAudit CuptiMonitor::TakeAudit() {
 }
 
 absl::StatusOr<uint32_t> CuptiMonitor::StreamId(void* stream) const {
-  // The driver entry point keeps the runner free of a link-time libcuda.
-  using GetCurrent = CUresult (*)(CUcontext*);
-  static GetCurrent get_current = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q);
-    return reinterpret_cast<GetCurrent>(fn);
-  }();
-  CUcontext ctx = nullptr;
-  if (!get_current || get_current(&ctx) != CUDA_SUCCESS || ctx == nullptr) {
-    return absl::FailedPreconditionError("no current CUDA context");
-  }
+  absl::StatusOr<CUcontext> ctx = CurrentContext();
+  if (!ctx.ok()) return ctx.status();
   uint32_t id = 0;
-  if (absl::Status st = Check(cuptiGetStreamIdEx(ctx, static_cast<CUstream>(stream), 0, &id),
-                              "stream id");
+  if (absl::Status st =
+          CuptiStatus(cuptiGetStreamIdEx(*ctx, static_cast<CUstream>(stream), 0, &id), "stream id");
       !st.ok()) {
     return st;
   }
