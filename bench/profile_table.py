@@ -2,6 +2,8 @@
 """The counter profiles in `anvil --json eval --profile` lines (one Kernel per
 problem) as one table per problem: each metric for the candidate and for the
 fastest baseline, and their ratio; then whatever the profile could not give.
+The derived row `kernel_us` is the busiest SM's active cycles at the range's
+clock: the kernels' time (the range itself also holds profiler set-up).
   anvil --json eval ... --profile | bench/profile_table.py NAME"""
 import json
 import sys
@@ -24,6 +26,12 @@ def main():
         print("\n### %s %s (%s; device %.2f us)\n" % (name, shape, m.get("verdict", ""), dev))
         print("| metric | %s | %s | ratio |" % (name, base))
         print("|---|---|---|---|")
+        for prefix in ("hw.", "hw.baseline."):
+            cycles = prof.get(prefix + "sm__cycles_active.max")
+            elapsed = prof.get(prefix + "gpc__cycles_elapsed.max")
+            ns = prof.get(prefix + "gpu__time_duration.sum")
+            if cycles and elapsed and ns:
+                prof[prefix + "kernel_us"] = cycles / (elapsed / ns) * 1e-3
         for key in sorted(prof):
             if not key.startswith("hw.") or key.startswith("hw.baseline"):
                 continue

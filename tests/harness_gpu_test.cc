@@ -139,9 +139,20 @@ TEST_F(Harness, CounterProfileOfTheCandidateAndTheFastestBaseline) {
   if (p.contains("hw.lts__t_bytes.sum")) {
     EXPECT_GE(p.at("hw.lts__t_bytes.sum"), operand_bytes);
   }
-  const double profiled_us = p.at("hw.gpu__time_duration.sum") * 1e-3;
-  EXPECT_GT(profiled_us, 0.3 * m.timings().device().median_us());
-  EXPECT_LT(profiled_us, 5.0 * m.timings().device().median_us());
+  // The range holds the call, and more: its duration is a bound from below. The
+  // busiest SM's active cycles at the range's clock are the kernels' time.
+  const double device_us = m.timings().device().median_us();
+  const double range_us = p.at("hw.gpu__time_duration.sum") * 1e-3;
+  EXPECT_GT(range_us, 0.3 * device_us);
+  ASSERT_TRUE(p.contains("hw.sm__cycles_active.max") && p.contains("hw.gpc__cycles_elapsed.max"));
+  const double ghz = p.at("hw.gpc__cycles_elapsed.max") / (range_us * 1e3);
+  const double kernel_us = p.at("hw.sm__cycles_active.max") / ghz * 1e-3;
+  EXPECT_GT(kernel_us, 0.3 * device_us);
+  EXPECT_LT(kernel_us, 3.0 * device_us);
+  const std::string tensor = "hw.sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
+  ASSERT_TRUE(p.contains(tensor));
+  EXPECT_GT(p.at(tensor), 1.0);  // a 1024^3 wgmma GEMM keeps the tensor pipe busy
+  EXPECT_LE(p.at(tensor), 100.0);
   ASSERT_TRUE(p.contains("hw.baseline_index"));
   EXPECT_TRUE(p.contains("hw.baseline.gpu__time_duration.sum"));
 }

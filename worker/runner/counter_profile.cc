@@ -17,6 +17,7 @@
 #include <cupti_target.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -93,14 +94,6 @@ class RangeProfiler {
   CUpti_RangeProfiler_Object* obj_ = nullptr;
 };
 
-absl::Status InitializeProfilerOnce() {
-  static const CUptiResult r = [] {
-    auto p = ANVIL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-    return cuptiProfilerInitialize(&p);
-  }();
-  return CuptiStatus(r, "profiler initialise");
-}
-
 // Step 2: the config image scheduling the counters of `names`; *passes is how
 // many replays it needs.
 absl::StatusOr<std::vector<uint8_t>> ConfigImage(const HostObject& host,
@@ -162,10 +155,11 @@ absl::StatusOr<std::vector<uint8_t>> Configure(const RangeProfiler& rp,
   return data;
 }
 
-// Step 3: one pass, the call inside the range "gemm"; *done once every pass is
-// submitted.
-absl::Status ReplayOnce(const RangeProfiler& rp, const std::function<absl::Status()>& call,
-                        bool* done) {
+// Step 3: one pass, `before` outside the range, then the call inside the range
+// "gemm"; *done once every pass is submitted.
+absl::Status ReplayOnce(const RangeProfiler& rp, const std::function<absl::Status()>& before,
+                        const std::function<absl::Status()>& call, bool* done) {
+  ANVIL_RETURN_IF_ERROR(before());
   auto start = ANVIL_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
   start.pRangeProfilerObject = rp.get();
   ANVIL_CUPTI(cuptiRangeProfilerStart(&start), "start");
@@ -206,46 +200,79 @@ absl::StatusOr<std::vector<double>> Evaluate(const HostObject& host, const Range
   return values;
 }
 
+// Once per process: the profiler, the chip's name and its counter availability.
+struct Chip {
+  absl::Status status;
+  std::string name;
+  std::vector<uint8_t> availability;
+};
+
+absl::Status Load(Chip& chip) {
+  auto init = ANVIL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
+  ANVIL_CUPTI(cuptiProfilerInitialize(&init), "profiler initialise");
+  absl::StatusOr<CUcontext> ctx = CurrentContext();
+  if (!ctx.ok()) return ctx.status();
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return absl::InternalError("cudaGetDevice failed");
+  auto name = ANVIL_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
+  name.deviceIndex = static_cast<size_t>(device);
+  ANVIL_CUPTI(cuptiDeviceGetChipName(&name), "chip name");
+  chip.name = name.pChipName;
+  auto avail = ANVIL_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
+  avail.ctx = *ctx;
+  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability size");
+  chip.availability.resize(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = chip.availability.data();
+  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability");
+  return absl::OkStatus();
+}
+
+const Chip& TheChip() {
+  static const Chip* chip = [] {
+    auto* c = new Chip;
+    c->status = Load(*c);
+    return c;
+  }();
+  return *chip;
+}
+
 }  // namespace
 
 const std::vector<std::string>& ProfileMetrics() {
+  // The range spans more than the call's kernels (profiler set-up inside the
+  // range), so durations and "elapsed" percentages are the range's; the SMs'
+  // active cycles and the per-active-cycle percentages are the kernels'.
   static const std::vector<std::string>* m = new std::vector<std::string>{
-      "gpu__time_duration.sum",                                                   // ns
-      "sm__throughput.avg.pct_of_peak_sustained_elapsed",                         // SM busy
-      "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",  // wgmma
-      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",  // mma.sync
-      "sm__warps_active.avg.pct_of_peak_sustained_active",                        // occupancy
-      "lts__t_bytes.sum",                                                         // L2 traffic
-      "lts__t_sector_hit_rate.pct",                                               // L2 hit rate
-      "l1tex__m_xbar2l1tex_read_bytes.sum",                                       // L2 -> SM
+      "gpu__time_duration.sum",                                     // ns, the range
+      "gpc__cycles_elapsed.max",                                    // cycles, the range
+      "sm__cycles_active.max",                                      // busiest SM
+      "sm__cycles_active.avg",                                      // average SM
+      "sm__ctas_launched.sum",
+      "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",  // tensor pipe
+      "sm__warps_active.avg.pct_of_peak_sustained_active",               // occupancy
+      "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",    // global/L2 waits
+      "smsp__warp_issue_stalled_barrier_per_warp_active.pct",            // bar.sync
+      "smsp__warp_issue_stalled_gmma_per_warp_active.pct",               // wgmma
+      "smsp__warp_issue_stalled_sleeping_per_warp_active.pct",           // nanosleep
+      "lts__t_bytes.sum",                                           // L2 traffic
+      "lts__t_sector_hit_rate.pct",                                 // L2 hit rate
+      "l1tex__m_xbar2l1tex_read_bytes.sum",                         // L2 -> SM
       "dram__bytes_read.sum",
       "dram__bytes_write.sum",
-      "gpc__cycles_elapsed.max",
   };
   return *m;
 }
 
 absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metrics,
+                                           const std::function<absl::Status()>& before,
                                            const std::function<absl::Status()>& call) {
-  ANVIL_RETURN_IF_ERROR(InitializeProfilerOnce());
+  const Chip& chip = TheChip();
+  ANVIL_RETURN_IF_ERROR(chip.status);
   absl::StatusOr<CUcontext> ctx = CurrentContext();
   if (!ctx.ok()) return ctx.status();
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return absl::InternalError("cudaGetDevice failed");
-
-  auto chip = ANVIL_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
-  chip.deviceIndex = static_cast<size_t>(device);
-  ANVIL_CUPTI(cuptiDeviceGetChipName(&chip), "chip name");
-
-  auto avail = ANVIL_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
-  avail.ctx = *ctx;
-  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability size");
-  std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = availability.data();
-  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability");
 
   HostObject host;
-  ANVIL_RETURN_IF_ERROR(host.Init(chip.pChipName, availability));
+  ANVIL_RETURN_IF_ERROR(host.Init(chip.name.c_str(), chip.availability));
   CounterProfile out;
   std::vector<const char*> names;
   for (const std::string& m : metrics) {
@@ -257,7 +284,7 @@ absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metri
   }
   if (names.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "none of the metrics is known on ", chip.pChipName, ": ", absl::StrJoin(metrics, ", ")));
+        "none of the metrics is known on ", chip.name, ": ", absl::StrJoin(metrics, ", ")));
   }
   size_t passes = 0;
   absl::StatusOr<std::vector<uint8_t>> config = ConfigImage(host, names, &passes);
@@ -274,7 +301,7 @@ absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metri
       return absl::InternalError(absl::StrCat("the profiler wanted more than ", out.passes,
                                               " replays for ", passes, " passes"));
     }
-    ANVIL_RETURN_IF_ERROR(ReplayOnce(rp, call, &done));
+    ANVIL_RETURN_IF_ERROR(ReplayOnce(rp, before, call, &done));
     ++out.passes;
   }
   absl::StatusOr<std::vector<double>> values = Evaluate(host, rp, *data, names);

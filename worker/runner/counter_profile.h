@@ -5,6 +5,8 @@
 // timing is done; it never contributes a timing figure. Counters may be closed
 // to non-admin users (NVreg_RestrictProfilingToAdminUsers): that is an error
 // here, not a failure of the candidate. One profile at a time per process.
+// Starting a range opens the driver's profiling interface for writing, which the
+// runner's seccomp filter refuses: a runner asked to profile goes without it.
 #ifndef ANVIL_WORKER_RUNNER_COUNTER_PROFILE_H_
 #define ANVIL_WORKER_RUNNER_COUNTER_PROFILE_H_
 
@@ -29,8 +31,11 @@ struct CounterProfile {
 };
 
 // Profiles `call` (one complete, synchronised GEMM call on the current device)
-// for `metrics`. Metrics the chip does not know are skipped and listed.
+// for `metrics`, once per pass, each pass after `before` (outside the range:
+// e.g. an L2 flush, so every pass starts from the same cache state). Metrics
+// the chip does not know are skipped and listed.
 absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metrics,
+                                           const std::function<absl::Status()>& before,
                                            const std::function<absl::Status()>& call);
 
 }  // namespace anvil::runner

@@ -112,7 +112,12 @@ int Main() {
     *e.mutable_ceilings() = *c;
     Emit(e);
   }
-  if (req.seccomp()) {
+  // The counter profiler opens the driver's profiling interface for writing
+  // when a range starts, which the filter refuses (sandbox/SANDBOX.md): a
+  // profiling runner goes without it, and its protections say so.
+  if (req.seccomp() && req.protocol().profile_counters()) {
+    device->info.add_protections("no seccomp: counter profile");
+  } else if (req.seccomp()) {
     absl::Status st = InstallSeccomp();
     if (!st.ok()) return Fail(4, std::string(st.message()));
     device->info.add_protections("seccomp");
