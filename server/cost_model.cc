@@ -56,6 +56,9 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   // reduce kernel) instead of through the workspace and a second kernel.
   const bool in_cluster = split > 1 && ModelTerm(family, *vars, "split_in_cluster", 0) != 0;
   const bool slabs = split > 1 && !in_cluster;
+  // Stream-K: min(SMs, units) CTAs share the tiles' k-iterations evenly; a tile
+  // split between CTAs is summed through fp32 partial tiles in the workspace.
+  const bool stream_k = ModelTerm(family, *vars, "stream_k", 0) != 0;
   const int64_t per_sm = std::max<int64_t>(1, ModelTerm(family, *vars, "ctas_per_sm", 1));
   // The fraction of one SM's tensor throughput a lone CTA can drive (per mille).
   const double cta_rate =
@@ -72,9 +75,16 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const int64_t sms = in_cluster ? device.ClusterSlots(split) : device.sms;
   const int64_t slots = sms * per_sm;
   e.waves = static_cast<double>(e.ctas) / slots;
-  const int64_t k_steps = CeilDiv(CeilDiv(K, tk), split);
+  int64_t k_steps = CeilDiv(CeilDiv(K, tk), split);
   // The busiest SM runs ceil(ctas / sms) CTAs, up to per_sm of them at once.
-  const int64_t load = CeilDiv(e.ctas, sms);
+  int64_t load = CeilDiv(e.ctas, sms);
+  if (stream_k) {  // one CTA per SM, ceil(units / CTAs) k-steps each
+    const int64_t units = tiles * CeilDiv(K, tk);
+    e.ctas = std::min<int64_t>(sms, units);
+    e.waves = static_cast<double>(units) / (e.ctas * CeilDiv(K, tk));
+    k_steps = CeilDiv(units, e.ctas);
+    load = 1;
+  }
   const int64_t together = std::min(load, per_sm);
   const double sm_rate = device.flops_per_s * efficiency / device.sms;
   const double cta_flops = 2.0 * tm * tn * k_steps * tk;
@@ -104,6 +114,18 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
                              tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms))
                    : load * tm * tn * 2.0 / sm_dram * store_cost * (1.0 - store_hidden);
   double body = compute_s / pipeline + store_s;
+  // Stream-K's fix-up: when the tiles do not divide evenly, a CTA publishes one
+  // fp32 partial tile and the tile's first CTA reads it back (at the SM's share
+  // of L2 bandwidth), after a memset of the flags (a quarter of a launch).
+  // The family's stream_k_factor scales the rest (measured: a CTA's scattered
+  // units run slower than a tile's consecutive k-tiles).
+  if (stream_k) {
+    body *= std::max(1.0, ModelConstant(family, "stream_k_factor", 1.0));
+    if ((tiles * CeilDiv(K, tk)) % e.ctas != 0) {
+      body += 2.0 * tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms);
+      body += fixed_us * 0.25e-6;
+    }
+  }
   // Operand rows that are not 16-byte multiples (K % 8, or NN's N % 8): a
   // family without a fast path for them runs this much slower (constant
   // misaligned_factor; 1 = handled, e.g. by padding into the workspace).

@@ -185,6 +185,28 @@
 // PERSISTENT=1 requires SPLIT_K == 1 (no (tile, split) work units): static_assert
 // and seed.json rule.
 //
+// ---- Stream-K (ANVIL_PERSISTENT=2) ------------------------------------------------
+// The same persistent CTAs and ring, over (tile, k-tile) units. With at least two
+// waves of tiles, the first waves (all but the last one or two) are whole tiles
+// dealt round-robin as with PERSISTENT=1; the units of the remaining tiles (all
+// of them with fewer than two waves) are shared evenly: CTA b owns
+// [b*U/G, (b+1)*U/G) of the U units, tile-major, G = gridDim.x = min(SMs, all
+// units). A CTA's range is a run of segments, one per tile it touches:
+//   * a segment that starts inside a tile (only a CTA's first can) stores its fp32
+//     accumulators as the CTA's partial tile in the workspace (quad q of consumer
+//     thread ct at q*threads + ct: coalesced, read back by the same thread index),
+//     then __threadfence, a consumer barrier and st.release.gpu of the CTA's flag;
+//   * the segment holding a tile's first k-tile belongs to the tile's owner; if it
+//     ends inside the tile, the owner acquires (ld.acquire.gpu) the flag of every
+//     later CTA whose range starts inside the tile and adds their partials, in CTA
+//     order (deterministic), then stores the tile as any other. The owner reaches
+//     that tile at the end of its range, the later CTAs at the start of theirs.
+// Waiting on another CTA needs every CTA resident at once: one CTA per SM (launch
+// bounds 1, the ring fills the SM) and G <= SMs, as CUTLASS's stream-K assumes.
+// The host zeroes the G flags with a memset in every call (no state is carried in
+// the workspace from call to call). The producer walks the units with counters,
+// no division per unit.
+//
 // ---- Pingpong (ANVIL_SCHEDULE=1, with PERSISTENT=1 and CONSUMERS=2) --------------
 // Cooperative consumers (SCHEDULE=0) split every tile and store it together, so
 // the tensor cores idle during the epilogue. In pingpong (CUTLASS's
@@ -221,7 +243,7 @@
 //                       distributed shared memory (no workspace, one kernel)
 //   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores
 //   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
-//                       over the tiles (SPLIT_K 1 only)
+//                       over the tiles (SPLIT_K 1 only); 2: stream-K (above)
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
 //                       CONSUMERS 2)
 //   ANVIL_CLUSTER       1, or 2: CTA pairs along M share the B tile through TMA
@@ -323,6 +345,7 @@ constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
 constexpr int kSplitK = ANVIL_SPLIT_K;
 constexpr int kEpilogue = ANVIL_EPILOGUE;
 constexpr int kPersistent = ANVIL_PERSISTENT;
+constexpr bool kStreamK = ANVIL_PERSISTENT == 2;
 constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
 constexpr int kPdlMode = ANVIL_PDL;
 constexpr bool kPdl = kPdlMode != 0;
@@ -395,14 +418,14 @@ static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
               "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
 static_assert(kEpilogue == 0 || kEpilogue == 1, "EPILOGUE: 0 (direct) or 1 (smem-staged)");
-static_assert(kPersistent == 0 || kPersistent == 1, "PERSISTENT: 0 or 1");
+static_assert(kPersistent >= 0 && kPersistent <= 2, "PERSISTENT: 0, 1 or 2 (stream-K)");
 static_assert(kPersistent == 0 || kSplitK == 1,
               "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
 static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
               "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
 static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
               "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
-static_assert(kPersistent == 1 || kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
+static_assert(kPersistent >= 1 || kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
 static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0 &&
                   kWgStagingBytes % 16 == 0,
@@ -613,6 +636,17 @@ __device__ __forceinline__ void named_bar_sync() {
 // Counts the calling warps towards barrier id without waiting.
 [[maybe_unused]] __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// ---- stream-K flags (PERSISTENT=2): release / acquire at GPU scope ----------------
+
+[[maybe_unused]] __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- EPILOGUE=1 helpers (smem staging, coalesced 16-byte stores) ----------------
@@ -871,6 +905,44 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   }
 }
 
+// Stream-K (PERSISTENT=2): CTA b of G owns the units [b*U/G, (b+1)*U/G) of the
+// U = tiles * k_tiles (tile, k-tile) units, tile-major: balanced to one unit.
+[[maybe_unused]] __device__ __forceinline__ unsigned long long unit_start(
+    unsigned b, unsigned long long units) {
+  return b * units / gridDim.x;
+}
+// Floats of the flag words (one per CTA) before the partial tiles, 256-byte aligned.
+[[maybe_unused]] __host__ __device__ __forceinline__ size_t flag_floats(unsigned ctas) {
+  return (static_cast<size_t>(ctas) + 63) / 64 * 64;
+}
+// A consumer thread's accumulators as float4 quads q = 0, 1, ...; a partial tile
+// keeps quad q of consumer thread ct at q * threads + ct (coalesced, and the
+// same thread of the same kernel reads it back: no layout mapping).
+template <typename Fn>
+[[maybe_unused]] __device__ __forceinline__ void for_each_quad(Fn&& fn,
+                                                               float (&acc)[kMTiles][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int j = 0; j < kAcc / 4; ++j)
+      fn(mt * (kAcc / 4) + j,
+         make_float4(acc[mt][4 * j], acc[mt][4 * j + 1], acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+}
+[[maybe_unused]] __device__ __forceinline__ void add_quads(float (&acc)[kMTiles][kAcc],
+                                                           const float4* src, int threads,
+                                                           int ct) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int j = 0; j < kAcc / 4; ++j) {
+      const float4 v = __ldcg(src + (mt * (kAcc / 4) + j) * threads + ct);
+      acc[mt][4 * j] += v.x;
+      acc[mt][4 * j + 1] += v.y;
+      acc[mt][4 * j + 2] += v.z;
+      acc[mt][4 * j + 3] += v.w;
+    }
+}
+
 // One tile's main loop for a consumer: waits for and consumes the ring positions
 // of its k_tiles k-iterations from (s, parity), leaving them advanced, and
 // releases every slot it used (the last one after wgmma_wait<0>). With
@@ -924,6 +996,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
   const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
   const unsigned n_local = (num_tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  // Stream-K: with at least two waves of tiles, all but the last one or two waves
+  // are whole tiles dealt round-robin (as PERSISTENT=1: neighbouring tiles at the
+  // same k share operands in L2); the (tile, k-tile) units of the tiles from
+  // sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
+  const unsigned dp_waves = num_tiles >= 2 * gridDim.x ? num_tiles / gridDim.x - 1 : 0;
+  const unsigned sk_tile0 = dp_waves * gridDim.x;
+  const unsigned long long units = static_cast<unsigned long long>(num_tiles - sk_tile0) * k_tiles;
+  const unsigned long long u0 = unit_start(blockIdx.x, units);
+  const unsigned long long u1 = unit_start(blockIdx.x + 1, units);
 
   if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
     prefetch_tensormap(&tmA);
@@ -943,16 +1024,31 @@ __global__ void __launch_bounds__(kThreads, 1)
       int s = 0;
       uint32_t parity = 0;
       bool refill = false;
-      for (unsigned i = 0; i < n_local; ++i) {
-        int m0, n0;
+      int m0 = 0, n0 = 0;
+      const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
+        if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
+        load_stage(ring, s, kt, m0, n0, 0, &tmA, &tmB);
+        if (++s == kStages) {
+          s = 0;
+          parity ^= 1;
+          refill = true;
+        }
+      };
+      // Stream-K: the whole tiles, then the shared range, walked with counters: no
+      // division per unit (the producer's turnaround is on the ring's critical path).
+      for (unsigned i = 0; i < (kStreamK ? dp_waves : n_local); ++i) {
         tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-          load_stage(ring, s, kt, m0, n0, 0, &tmA, &tmB);
-          if (++s == kStages) {
-            s = 0;
-            parity ^= 1;
-            refill = true;
+        for (int kt = 0; kt < k_tiles; ++kt) load(kt);
+      }
+      if constexpr (kStreamK) {
+        int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
+        int kt = static_cast<int>(u0 % k_tiles);
+        if (u0 < u1) tile_origin(t, tiles_m, tiles_n, m0, n0);
+        for (unsigned long long u = u0; u < u1; ++u) {
+          load(kt);
+          if (++kt == k_tiles && u + 1 < u1) {
+            kt = 0;
+            tile_origin(++t, tiles_m, tiles_n, m0, n0);
           }
         }
       }
@@ -966,7 +1062,53 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t stage = ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
-    if constexpr (kPingpong) {
+    if constexpr (kStreamK) {
+      // Stream-K: the CTA's units run as segments, one per tile they touch. A
+      // segment that starts inside a tile (only the CTA's first can) publishes its
+      // fp32 partial; the CTA that holds the tile's first k-tile adds the later
+      // CTAs' partials, in CTA order, to its own and stores the tile. It reaches
+      // that tile last in its range, while the later CTAs did theirs first.
+      const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
+      unsigned* flags = reinterpret_cast<unsigned*>(partials);
+      float* parts = partials + flag_floats(gridDim.x);
+      int s = 0;
+      uint32_t parity = 0;
+      bool stored = false;
+      for (unsigned i = 0; i < dp_waves; ++i, stored = true) {
+        int m0, n0;
+        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
+        store_tile(stage, stage_bar, stored, C, M, N, m0 + c * kWgRows, n0, acc);
+      }
+      int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
+      int kt0 = static_cast<int>(u0 % k_tiles);
+      for (unsigned long long u = u0; u < u1; ++t, kt0 = 0) {
+        // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
+        const unsigned long long tile_end = u - kt0 + k_tiles;
+        const int n_kt = static_cast<int>((u1 < tile_end ? u1 : tile_end) - u);
+        consume_tile(ring, s, parity, n_kt, c * kWgRows, -1, acc);
+        u += n_kt;
+        if (kt0 > 0) {
+          float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
+          for_each_quad([&](int q, float4 v) { dst[q * 128 * kConsumers + ct] = v; }, acc);
+          __threadfence();
+          named_bar_sync<1, 128 * kConsumers>();
+          if (ct == 0) st_release_gpu(flags + blockIdx.x, 1u);
+          continue;
+        }
+        for (unsigned b = blockIdx.x + 1; u < tile_end && b < gridDim.x &&
+                                          unit_start(b, units) < tile_end;
+             ++b) {
+          while (ld_acquire_gpu(flags + b) == 0) __nanosleep(64);
+          const float4* src = reinterpret_cast<const float4*>(parts + b * slab);
+          add_quads(acc, src, 128 * kConsumers, ct);
+        }
+        int m0, n0;
+        tile_origin(t, tiles_m, tiles_n, m0, n0);
+        store_tile(stage, stage_bar, stored, C, M, N, m0 + c * kWgRows, n0, acc);
+        stored = true;
+      }
+    } else if constexpr (kPingpong) {
       // Pingpong: consumer c computes the local tiles i = c, c + 2, ..., each whole.
       // The ring holds every local tile's k-tiles in order, so tile i's occupy the
       // running positions [i * k_tiles, (i + 1) * k_tiles). The consumers take
@@ -1201,6 +1343,16 @@ struct PadPlan {
   size_t slab;         // floats per split slab (0 with SPLIT_REDUCE=1)
   size_t part_bytes;   // splits * slab * 4, or 0
 };
+[[maybe_unused]] int sm_count();
+
+// Stream-K: the persistent grid, min(SMs, units); 0 if the SM count is unknown.
+unsigned stream_k_ctas(int M, int N, int K) {
+  const long long units = static_cast<long long>((M + kBM - 1) / kBM) * ((N + kBN - 1) / kBN) *
+                          ((K + kBK - 1) / kBK);
+  const int sms = sm_count();
+  return static_cast<unsigned>(units < sms ? units : sms);
+}
+
 PadPlan plan_padding(int M, int N, int K) {
   PadPlan p{};
   const int k_tiles = (K + kBK - 1) / kBK;
@@ -1208,6 +1360,11 @@ PadPlan plan_padding(int M, int N, int K) {
   if (p.splits > 1 && !kClusterReduce) {
     p.slab = (static_cast<size_t>(M) * N + 63) / 64 * 64;
     p.part_bytes = static_cast<size_t>(p.splits) * p.slab * 4;
+  }
+  if constexpr (kStreamK) {  // a flag word and a partial tile per CTA
+    const unsigned ctas = stream_k_ctas(M, N, K);
+    p.slab = static_cast<size_t>(kBM) * kBN;
+    p.part_bytes = ctas == 0 ? 0 : (flag_floats(ctas) + ctas * p.slab) * 4;
   }
   p.pad_a = K % 8 != 0;
   p.pad_b = kNT ? (K % 8 != 0) : (N % 8 != 0);
@@ -1261,9 +1418,8 @@ cudaError_t configure_once() {
   return err;
 }
 
-#if ANVIL_PERSISTENT
 // SMs of the device current at the first call, queried once (0 if the query failed).
-int sm_count() {
+[[maybe_unused]] int sm_count() {
   static const int n = [] {
     int dev = 0;
     int sms = 0;
@@ -1274,7 +1430,6 @@ int sm_count() {
   }();
   return n;
 }
-#endif
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...), as a programmatic
 // dependent of the stream's previous kernel with PDL >= 1, in clusters of
@@ -1410,7 +1565,14 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   const int sms = sm_count();
   if (sms < 1) return 3;
   const long long tiles = tiles_m * tiles_n;
-  const dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms), 1u);
+  dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms), 1u);
+  if constexpr (kStreamK) {
+    // Stream-K: every CTA resident at once (one per SM), so a CTA may wait for a
+    // later one's partial. The flags start at 0 on every call.
+    grid.x = stream_k_ctas(M, N, K);
+    if (grid.x == 0 || partials == nullptr) return 5;
+    if (cudaMemsetAsync(partials, 0, grid.x * sizeof(unsigned), stream) != cudaSuccess) return 1;
+  }
 #else
   // CLUSTER 2: one cluster per pair of tile-rows (the last pair may be half empty).
   const long long pairs_m = (tiles_m + kCluster - 1) / kCluster;
