@@ -75,13 +75,14 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const int64_t sms = in_cluster ? device.ClusterSlots(split) : device.sms;
   const int64_t slots = sms * per_sm;
   e.waves = static_cast<double>(e.ctas) / slots;
-  int64_t k_steps = CeilDiv(CeilDiv(K, tk), split);
+  const int64_t k_tiles = CeilDiv(K, tk);
+  const int64_t units = tiles * k_tiles;  // stream-K's (tile, k-tile) units
+  int64_t k_steps = CeilDiv(k_tiles, split);
   // The busiest SM runs ceil(ctas / sms) CTAs, up to per_sm of them at once.
   int64_t load = CeilDiv(e.ctas, sms);
   if (stream_k) {  // one CTA per SM, ceil(units / CTAs) k-steps each
-    const int64_t units = tiles * CeilDiv(K, tk);
     e.ctas = std::min<int64_t>(sms, units);
-    e.waves = static_cast<double>(units) / (e.ctas * CeilDiv(K, tk));
+    e.waves = static_cast<double>(units) / (e.ctas * k_tiles);
     k_steps = CeilDiv(units, e.ctas);
     load = 1;
   }
@@ -121,7 +122,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   // units run slower than a tile's consecutive k-tiles).
   if (stream_k) {
     body *= std::max(1.0, ModelConstant(family, "stream_k_factor", 1.0));
-    if ((tiles * CeilDiv(K, tk)) % e.ctas != 0) {
+    if (units % e.ctas != 0) {
       body += 2.0 * tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms);
       body += fixed_us * 0.25e-6;
     }

@@ -17,7 +17,6 @@
 #include <cupti_target.h>
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +92,14 @@ class RangeProfiler {
  private:
   CUpti_RangeProfiler_Object* obj_ = nullptr;
 };
+
+absl::Status InitializeProfilerOnce() {
+  static const CUptiResult r = [] {
+    auto p = ANVIL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
+    return cuptiProfilerInitialize(&p);
+  }();
+  return CuptiStatus(r, "profiler initialise");
+}
 
 // Step 2: the config image scheduling the counters of `names`; *passes is how
 // many replays it needs.
@@ -200,42 +207,6 @@ absl::StatusOr<std::vector<double>> Evaluate(const HostObject& host, const Range
   return values;
 }
 
-// Once per process: the profiler, the chip's name and its counter availability.
-struct Chip {
-  absl::Status status;
-  std::string name;
-  std::vector<uint8_t> availability;
-};
-
-absl::Status Load(Chip& chip) {
-  auto init = ANVIL_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-  ANVIL_CUPTI(cuptiProfilerInitialize(&init), "profiler initialise");
-  absl::StatusOr<CUcontext> ctx = CurrentContext();
-  if (!ctx.ok()) return ctx.status();
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return absl::InternalError("cudaGetDevice failed");
-  auto name = ANVIL_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
-  name.deviceIndex = static_cast<size_t>(device);
-  ANVIL_CUPTI(cuptiDeviceGetChipName(&name), "chip name");
-  chip.name = name.pChipName;
-  auto avail = ANVIL_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
-  avail.ctx = *ctx;
-  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability size");
-  chip.availability.resize(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = chip.availability.data();
-  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability");
-  return absl::OkStatus();
-}
-
-const Chip& TheChip() {
-  static const Chip* chip = [] {
-    auto* c = new Chip;
-    c->status = Load(*c);
-    return c;
-  }();
-  return *chip;
-}
-
 }  // namespace
 
 const std::vector<std::string>& ProfileMetrics() {
@@ -266,13 +237,25 @@ const std::vector<std::string>& ProfileMetrics() {
 absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metrics,
                                            const std::function<absl::Status()>& before,
                                            const std::function<absl::Status()>& call) {
-  const Chip& chip = TheChip();
-  ANVIL_RETURN_IF_ERROR(chip.status);
+  ANVIL_RETURN_IF_ERROR(InitializeProfilerOnce());
   absl::StatusOr<CUcontext> ctx = CurrentContext();
   if (!ctx.ok()) return ctx.status();
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return absl::InternalError("cudaGetDevice failed");
+
+  auto chip = ANVIL_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
+  chip.deviceIndex = static_cast<size_t>(device);
+  ANVIL_CUPTI(cuptiDeviceGetChipName(&chip), "chip name");
+
+  auto avail = ANVIL_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
+  avail.ctx = *ctx;
+  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability size");
+  std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = availability.data();
+  ANVIL_CUPTI(cuptiProfilerGetCounterAvailability(&avail), "counter availability");
 
   HostObject host;
-  ANVIL_RETURN_IF_ERROR(host.Init(chip.name.c_str(), chip.availability));
+  ANVIL_RETURN_IF_ERROR(host.Init(chip.pChipName, availability));
   CounterProfile out;
   std::vector<const char*> names;
   for (const std::string& m : metrics) {
@@ -284,7 +267,7 @@ absl::StatusOr<CounterProfile> ProfileCall(const std::vector<std::string>& metri
   }
   if (names.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "none of the metrics is known on ", chip.name, ": ", absl::StrJoin(metrics, ", ")));
+        "none of the metrics is known on ", chip.pChipName, ": ", absl::StrJoin(metrics, ", ")));
   }
   size_t passes = 0;
   absl::StatusOr<std::vector<uint8_t>> config = ConfigImage(host, names, &passes);

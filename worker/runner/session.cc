@@ -130,6 +130,12 @@ absl::Status ProblemSession::Regenerate() {
   return PoisonAndGuard();
 }
 
+absl::Status ProblemSession::FlushL2(int pattern) {
+  ANVIL_CUDA(cudaMemsetAsync(ctx_.flush.get(), pattern & 0xff, ctx_.flush.bytes(), side_));
+  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  return absl::OkStatus();
+}
+
 absl::Status ProblemSession::PoisonAndGuard() {
   for (const GuardedBuffer* g : {&a_, &b_, &c_}) {
     auto [front, fb] = g->front_guard();
@@ -206,11 +212,7 @@ void ProblemSession::ProfileCounters(v1::Measurement& m) {
     // Every pass from a flushed L2, as the cold figure: the DRAM bytes are a
     // cold call's, whatever the pass order.
     int flushes = 0;
-    const auto flush = [&]() -> absl::Status {
-      ANVIL_CUDA(cudaMemsetAsync(ctx_.flush.get(), ++flushes & 0xff, ctx_.flush.bytes(), side_));
-      ANVIL_CUDA(cudaStreamSynchronize(side_));
-      return absl::OkStatus();
-    };
+    const auto flush = [&] { return FlushL2(++flushes); };
     absl::StatusOr<CounterProfile> p = ProfileCall(ProfileMetrics(), flush, [&]() -> absl::Status {
       const int rc = g.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
       ANVIL_CUDA(cudaStreamSynchronize(stream_));

@@ -75,6 +75,7 @@ class ProblemSession {
   absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
   absl::Status Regenerate();
   absl::Status PoisonAndGuard();
+  absl::Status FlushL2(int pattern);  // evicts L2 (the flush buffer), waits for it
   void Fill(v1::Measurement& m) const;
   void ProfileCounters(v1::Measurement& m);
   // checks.cc

@@ -88,8 +88,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& imp
   Samples& s = samples_[index];
   for (int i = 0; i < ctx_.protocol.cold_samples(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
-    ANVIL_CUDA(cudaMemsetAsync(ctx_.flush.get(), i & 0xff, ctx_.flush.bytes(), side_));
-    ANVIL_CUDA(cudaStreamSynchronize(side_));
+    ANVIL_RETURN_IF_ERROR(FlushL2(i));
     ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
     int rc = impl.Run(a, b, c, stream_);
     ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
