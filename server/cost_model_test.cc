@@ -88,6 +88,36 @@ TEST(Predict, StreamKSharesTheUnitsOverEverySmAndPaysItsFactor) {
   EXPECT_DOUBLE_EQ(Us(plain, {{"STREAM_K", "1"}}, cube), tiled);
 }
 
+TEST(Predict, MulticastClustersReadAShareOfBAndHoldFewerCtas) {
+  SeedFamily f = TiledTestFamily();
+  f.knobs.push_back({"CLUSTER", "1", {"1", "2", "4"}, "multicast cluster", true});
+  f.model.emplace("multicast", *Expr::Parse("ANVIL_CLUSTER"));
+  DeviceModel slow_l2;  // operand traffic, not the tensor cores, sets the time
+  slow_l2.l2_bytes_per_s = 1e12;
+  auto predict = [&](const SeedFamily& fam, const char* cluster, const v1::Shape& s) {
+    return Predict(fam, v1::LAYOUT_NT, {{"BM", "64"}, {"BN", "128"}, {"CLUSTER", cluster}}, s,
+                   slow_l2);
+  };
+  // 1000^3 at 64x128: 128 CTAs, each loading 64 + 128/c rows per k-tile.
+  const v1::Shape cube = MakeShape(1000, 1000, 1000);
+  absl::StatusOr<Estimate> one = predict(f, "1", cube), two = predict(f, "2", cube);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(one->bound, "l2");
+  EXPECT_NEAR((two->us - 3.0) / (one->us - 3.0), (64 + 64) / (64.0 + 128), 0.01);
+  // Clusters of 4 hold 120 CTAs at once on the H100: 128 CTAs take two waves.
+  absl::StatusOr<Estimate> four = predict(f, "4", cube);
+  ASSERT_TRUE(four.ok());
+  EXPECT_NEAR(four->waves, 128.0 / 120, 1e-9);
+  EXPECT_NEAR(two->waves, 128.0 / 132, 1e-9);
+  // Without the term, the knob changes nothing.
+  SeedFamily plain = TiledTestFamily();
+  plain.knobs.push_back({"CLUSTER", "1", {"1", "2", "4"}, "multicast cluster", true});
+  absl::StatusOr<Estimate> p1 = predict(plain, "1", cube), p4 = predict(plain, "4", cube);
+  ASSERT_TRUE(p1.ok() && p4.ok());
+  EXPECT_DOUBLE_EQ(p4->us, p1->us);
+  EXPECT_DOUBLE_EQ(p1->us, one->us);
+}
+
 TEST(Predict, ChargesMisalignedRowsOnlyToFamiliesThatSaySo) {
   SeedFamily f = TiledTestFamily();
   const v1::Shape aligned = MakeShape(77, 3000, 1232), odd_k = MakeShape(77, 3000, 1234);

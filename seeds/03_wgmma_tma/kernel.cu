@@ -232,7 +232,7 @@
 //   ANVIL_BN            CTA tile cols = wgmma N: multiple of 16, 16..256
 //                       (NN: multiple of 64)
 //   ANVIL_BK            64 (one 128-byte swizzle row of fp16); fixed
-//   ANVIL_STAGES        ring depth, 2..8, limited by 227 KiB of shared memory
+//   ANVIL_STAGES        ring depth, 2..16, limited by 227 KiB of shared memory
 //   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
@@ -391,10 +391,10 @@ static_assert(kNT || kBN % 64 == 0,
               "NN: BN must be a multiple of 64 (128B-swizzle box is 64 halfs wide in N)");
 static_assert(kMTiles * kAcc <= 128,
               "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
-static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
+static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
-static_assert(kCluster == 1 || kCluster == 2, "CLUSTER: 1 or 2");
-static_assert(kCluster == 1 || !kPersistent, "CLUSTER 2: not with the persistent loop");
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
+static_assert(kCluster == 1 || !kPersistent, "CLUSTER: not with the persistent loop");
 static_assert(!kNT || (kBN / kCluster) % 8 == 0,
               "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
