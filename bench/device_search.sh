@@ -21,7 +21,7 @@ export ANVIL_CACHE=/var/tmp/anvil-cache; mkdir -p $ANVIL_CACHE; chmod 755 $ANVIL
 here=$B; source $B/libexec/anvil-env.sh   # bundle paths for the programs under libexec/
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > $OUT/gpu.txt
 if [ "${BUILD_BENCH:-0}" = 1 ]; then
-  timeout 120 $B/libexec/bench/anvil-build-bench --configs 16 --jobs 1,4,16 > $OUT/build_bench.txt 2>&1
+  timeout 400 $B/libexec/bench/anvil-build-bench --configs 16 --jobs 1,2,4,8,16 > $OUT/build_bench.txt 2>&1
   cat $OUT/build_bench.txt | grep -v "\[info\]"
 fi
 if [[ $DB == *.xz ]]; then  # as a previous run returned it

@@ -246,8 +246,8 @@
 //                       over the tiles (SPLIT_K 1 only); 2: stream-K (above)
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
 //                       CONSUMERS 2)
-//   ANVIL_CLUSTER       1, or 2: CTA pairs along M share the B tile through TMA
-//                       multicast (PERSISTENT 0 only; see below)
+//   ANVIL_CLUSTER       1, or 2 or 4: clusters of CTAs along M share the B tile
+//                       through TMA multicast (PERSISTENT 0 only; see below)
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -481,6 +481,16 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+// The same barrier in two halves, so a thread can do other work in between. The
+// arrive's release orders this thread's earlier memory operations (remote mbarrier
+// arrivals included) before any peer's wait returns; ptxas emits it as a GPU-scope
+// MEMBAR, so arrive before the epilogue's global stores, not after them.
+[[maybe_unused]] __device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 [[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
@@ -709,10 +719,10 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
 }
 
 // Producer: k-tile kt of the tile at (m0, n0) into slot s (A, then B as one
-// K-major box in NT or BN/64 MN-major boxes in NN). With CLUSTER 2 the CTA of
-// cluster rank r loads its share of B (NT: rows r*BN/2.. of the box; NN: the
-// boxes j with j % 2 == r) and multicasts it to both CTAs, whose full[s] each
-// expect the whole stage.
+// K-major box in NT or BN/64 MN-major boxes in NN). With CLUSTER c > 1 the CTA
+// of cluster rank r loads its share of B (NT: rows r*BN/c.. of the box, whole
+// 8-row swizzle atoms; NN: the boxes j with j % c == r) and multicasts it to
+// every CTA of the cluster, whose full[s] each expect the whole stage.
 __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
                                            uint32_t rank, const CUtensorMap* tmA,
                                            const CUtensorMap* tmB) {
@@ -1145,11 +1155,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   (void)partials;
   (void)slab;
 #else
-  // CLUSTER 2: the cluster (CTAs 2i, 2i+1) takes a 2BM x BN pair of tiles through
-  // the grouped raster over pairs; rank r computes rows m0 + r*BM. With an odd
-  // number of tile-rows the last pairs' rank 1 lies below M: its A boxes are
-  // zero-filled by TMA and its stores masked, but it still loads and multicasts
-  // its share of B.
+  // CLUSTER c > 1: the cluster (CTAs ci .. ci+c-1) takes a cBM x BN group of tiles
+  // through the grouped raster over groups; rank r computes rows m0 + r*BM. When
+  // c does not divide the number of tile-rows, the last groups' higher ranks lie
+  // below M: their A boxes are zero-filled by TMA and their stores masked, but
+  // they still load and multicast their share of B.
   const uint32_t rank = cluster_rank();
   int m0, n0;
   if constexpr (kCluster == 1) {
@@ -1175,7 +1185,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_tensormap(&tmB);
   }
   init_ring(ring);
-  // With clusters, the peer's multicasts and arrivals target this CTA's barriers.
+  // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
   if constexpr (kCluster > 1) cluster_sync();
   else __syncthreads();
   pdl_wait();
@@ -1198,6 +1208,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       if (kPdlMode == 2 && last_kernel) pdl_release();
     }
+    // Multicast clusters: the producer never touches a peer's barriers (its loads
+    // land in the peers before they leave their main loops), so it is done with
+    // the cluster here; see the exit below.
+    if constexpr (kCluster > 1) cluster_arrive();
     if (cluster_sum) {  // the producer warpgroup's part in the consumers' two barriers
       cluster_sync();
       cluster_sync();
@@ -1223,6 +1237,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wgmma_wait<0>();
     fence_acc(acc);
+    // Multicast clusters: this consumer's last arrival on a peer's empty barrier
+    // is behind it; tell the cluster before the epilogue (see the exit below).
+    if constexpr (kCluster > 1) cluster_arrive();
 
     if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
       // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
@@ -1257,8 +1274,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile_direct(C, M, N, row0, n0, acc);
     }
   }
-  // The peer may still arrive on this CTA's empty barriers: stay until it is done.
-  if constexpr (kCluster > 1) cluster_sync();
+  // A peer's consumers may still arrive on this CTA's empty barriers: stay until
+  // every thread of the cluster has arrived (after its main loop). Arriving before
+  // the epilogue and waiting here overlaps the wait for the slowest peer with the
+  // stores, and keeps the arrive's GPU-scope fence from waiting for them.
+  if constexpr (kCluster > 1) cluster_wait();
 #endif  // ANVIL_PERSISTENT
 }
 
@@ -1574,7 +1594,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
     if (cudaMemsetAsync(partials, 0, grid.x * sizeof(unsigned), stream) != cudaSuccess) return 1;
   }
 #else
-  // CLUSTER 2: one cluster per pair of tile-rows (the last pair may be half empty).
+  // CLUSTER c: one cluster per c tile-rows (the last group may be partly empty).
   const long long pairs_m = (tiles_m + kCluster - 1) / kCluster;
   if (pairs_m * tiles_n * kCluster > INT_MAX) return 4;
   const dim3 grid(static_cast<unsigned>(pairs_m * tiles_n * kCluster),
