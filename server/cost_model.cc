@@ -94,8 +94,8 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double cta_flops = 2.0 * tm * tn * k_steps * tk;
   const double compute_s = load * cta_flops / (sm_rate * std::min(1.0, cta_rate * together));
   const double latency_s = CeilDiv(load, per_sm) * k_steps * step_ns * 1e-9;
-  const double l2_s =
-      e.ctas * (tm + static_cast<double>(tn) / multicast) * k_steps * tk * 2.0 / device.l2_bytes_per_s;
+  const double rows_per_k_tile = tm + static_cast<double>(tn) / multicast;
+  const double l2_s = e.ctas * rows_per_k_tile * k_steps * tk * 2.0 / device.l2_bytes_per_s;
   // DRAM: operands once, C (or the fp32 partials) once.
   const double c_bytes = slabs ? split * M * N * 4.0 : M * N * 2.0;
   e.partial_bytes = slabs ? c_bytes : 0;

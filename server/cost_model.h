@@ -7,12 +7,12 @@
 // "model" section, so a new family describes itself: tile_m, tile_n, tile_k,
 // split_k, split_in_cluster (nonzero: the splits sum in a cluster, with no
 // workspace slabs and no reduce kernel), multicast (CTAs of a cluster that share
-// the tile_n operand rows through TMA multicast; 1 = none), ctas_per_sm, cta_rate_permille (the
-// share of an SM's tensor rate one CTA drives), pipeline_permille (main-loop
-// efficiency of the ring depth), store_permille (a tile's store cost against
-// ideal DRAM-rate stores; 0 = not modelled), store_hidden_permille (the share of
-// it hidden behind other work) and variant (schedules the model cannot rank
-// apart: the search screens each);
+// the tile_n operand rows through TMA multicast; 1 = none), ctas_per_sm,
+// cta_rate_permille (the share of an SM's tensor rate one CTA drives),
+// pipeline_permille (main-loop efficiency of the ring depth), store_permille (a
+// tile's store cost against ideal DRAM-rate stores; 0 = not modelled),
+// store_hidden_permille (the share of it hidden behind other work) and variant
+// (schedules the model cannot rank apart: the search screens each);
 // constants efficiency, fixed_us (launch + prologue + epilogue), step_ns
 // (latency floor of one k-step) and misaligned_factor (the slowdown when operand
 // rows are not 16-byte multiples). Thread-compatible.
