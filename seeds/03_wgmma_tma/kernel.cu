@@ -475,21 +475,21 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// Every thread of every CTA of the cluster (release/acquire: barrier inits and
-// shared-memory use before it are visible to the cluster after it).
-[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n"
-               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// The same barrier in two halves, so a thread can do other work in between. The
-// arrive's release orders this thread's earlier memory operations (remote mbarrier
-// arrivals included) before any peer's wait returns; ptxas emits it as a GPU-scope
-// MEMBAR, so arrive before the epilogue's global stores, not after them.
+// The cluster barrier in two halves, so a thread can do other work in between.
+// The arrive's release orders this thread's earlier memory operations (remote
+// mbarrier arrivals included) before any peer's wait returns; ptxas emits it as a
+// GPU-scope MEMBAR, so arrive before the epilogue's global stores, not after them.
 [[maybe_unused]] __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 [[maybe_unused]] __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// Every thread of every CTA of the cluster (release/acquire: barrier inits and
+// shared-memory use before it are visible to the cluster after it).
+[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
 }
 [[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
   float4 v;
