@@ -153,6 +153,25 @@
 //   (extra shared memory, in the seed.json rule) and step 1 is not needed; a
 //   barrier of its warpgroup before step 2 waits until the previous tile's
 //   copy-out has read the buffer.
+// EPILOGUE=2: staged as for 1, then written by the TMA unit (cp.async.bulk.tensor
+//   store) instead of the threads:
+//   1. as for EPILOGUE=1 (the ring is drained; persistent: own buffers, placed
+//      1024-byte aligned right after the B slots, the mbarriers after them).
+//   2. each consumer st.shared's its fp16 pairs into BN/16 boxes of kWgRows rows x
+//      32 bytes (16 columns), box b at stage + b*kWgRows*32, with the TMA's 32-byte
+//      swizzle: row r's two 16-byte chunks swap when bit 2 of r is set. A warp's
+//      8 rows x 4 lanes of 4-byte stores then hit 32 distinct banks.
+//   3. every thread fences its stores to the async proxy (fence.proxy.async),
+//      bar.sync 2+c, 128; thread 0 of the warpgroup issues one TMA store per box
+//      inside N ({16 cols, kWgRows rows} at (n0 + 16b, row0)) and commits them as
+//      one bulk group. The TMA clips rows >= M and cols >= N: no bounds checks.
+//   4. before the warpgroup writes the buffer again (persistent) and before it
+//      exits, thread 0 waits for its bulk groups (wait_group.read / wait_group).
+//   C's tensor map needs 16-byte rows and base (N % 8 == 0, C 16-byte aligned);
+//   otherwise the call passes c_tma = 0 and the kernel stores the fragments
+//   directly (as EPILOGUE=0). The consumer threads are free as soon as the box
+//   stores are issued: with PERSISTENT=1 the next tile's main loop overlaps the
+//   TMA's writes of this one.
 //
 // ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
 // The host launches min(tiles, SMs) CTAs (the SM count of the current device is
@@ -241,7 +260,8 @@
 //                       fp32 partials workspace and a reduce kernel, or
 //   ANVIL_SPLIT_REDUCE  1: the splits of a tile sum in a cluster through
 //                       distributed shared memory (no workspace, one kernel)
-//   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores
+//   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores;
+//                       2: smem-staged TMA stores
 //   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
 //                       over the tiles (SPLIT_K 1 only); 2: stream-K (above)
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
@@ -372,12 +392,21 @@ constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box 
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
 constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
+// EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as BN/16 TMA boxes of
+// kWgRows rows x 32 bytes (32-byte swizzle), 1024-byte aligned.
+constexpr int kTmaBoxCols = 16;
+constexpr int kTmaBoxBytes = kWgRows * kTmaBoxCols * 2;
+constexpr int kWgTmaStagingBytes = kWgRows * kBN * 2;
+// Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers.
+constexpr int kOwnTmaStagingBytes =
+    kPersistent && kEpilogue == 2 ? kConsumers * kWgTmaStagingBytes : 0;
 // SPLIT_REDUCE=1: a split's fp32 partial tile, BM rows x kRedPitch floats, in the ring.
 constexpr int kRedPitch = kBN + 8;
 constexpr int kRedBytes = kBM * kRedPitch * 4;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            2 * kStages * 8 /* full + empty mbarriers */ +
-                           (kPersistent && kEpilogue == 1 ? kStagingBytes : 0);
+                           (kPersistent && kEpilogue == 1 ? kStagingBytes : 0) +
+                           kOwnTmaStagingBytes;
 
 static_assert(kBK == 64, "BK must be 64: one 128-byte swizzle row of fp16");
 static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
@@ -417,7 +446,13 @@ static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
               "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
               "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
-static_assert(kEpilogue == 0 || kEpilogue == 1, "EPILOGUE: 0 (direct) or 1 (smem-staged)");
+static_assert(kEpilogue >= 0 && kEpilogue <= 2,
+              "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
+static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 256 == 0,
+              "EPILOGUE=2: boxes must keep the 32-byte swizzle's 256-byte alignment");
+static_assert(kPersistent >= 1 || kEpilogue != 2 ||
+                  kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=2 stages the fp16 tile in the ring: BM*BN*2 must fit in it");
 static_assert(kPersistent >= 0 && kPersistent <= 2, "PERSISTENT: 0, 1 or 2 (stream-K)");
 static_assert(kPersistent == 0 || kSplitK == 1,
               "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
@@ -425,7 +460,7 @@ static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
               "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
 static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
               "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
-static_assert(kPersistent >= 1 || kEpilogue == 0 || kStagingBytes <= kStages * kStageBytes,
+static_assert(kPersistent >= 1 || kEpilogue != 1 || kStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
 static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0 &&
                   kWgStagingBytes % 16 == 0,
@@ -541,6 +576,33 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map))
                : "memory");
+}
+// EPILOGUE=2: the box at shared address src to element coordinates (x, y) of the
+// map's tensor, in the thread's current bulk group; elements outside the tensor
+// are not written.
+[[maybe_unused]] __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map,
+                                                              uint32_t src, int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(x), "r"(y)
+      : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Until the thread's bulk groups have read their shared memory (it may be rewritten).
+[[maybe_unused]] __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Until the thread's bulk groups are complete (their global writes done).
+[[maybe_unused]] __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+// Orders this thread's generic-proxy shared-memory stores before later async-proxy
+// (TMA) reads of them.
+[[maybe_unused]] __device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 // Programmatic dependent launch (PDL >= 1). Every kernel of a call is launched
@@ -855,12 +917,56 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   }
 }
 
+// EPILOGUE=2: this warpgroup's tile converted to fp16 into its BN/16 swizzled
+// boxes at `stage` (see the header), then, after the warpgroup's barrier `bar`,
+// stored to C rows row0.., cols n0.. by TMA, issued by the warpgroup's thread 0.
+// With `reuse` (a persistent CTA's buffer) that thread first waits until its
+// previous tile's stores have read the buffer. Without c_tma (C's rows or base
+// not 16-byte aligned) the fragments go straight to C.
+[[maybe_unused]] __device__ __forceinline__ void store_tile_tma(
+    uint32_t stage, int bar, bool reuse, const CUtensorMap* tmC, bool c_tma, __half* C, int M,
+    int N, int row0, int n0, float (&acc)[kMTiles][kAcc]) {
+  if (!c_tma) {
+    store_tile_direct(C, M, N, row0, n0, acc);
+    return;
+  }
+  const bool leader = threadIdx.x % 128 == 0;
+  if (reuse) {
+    if (leader) bulk_wait_read();
+    named_bar_sync(bar, 128);
+  }
+  for_each_fragment(0, 0, [&](int mt, int j, int r, int q) {
+    // Column q (even) of row r: box q/16, 16-byte chunk (q%16)/8 swizzled with bit 2
+    // of r (the same for r + 8), 4 bytes per pair.
+    const int chunk = ((q % 16) / 8) ^ ((r >> 2) & 1);
+    const uint32_t a = stage + static_cast<uint32_t>((q / 16) * kTmaBoxBytes + r * 32 +
+                                                     chunk * 16 + (q % 8) * 2);
+    sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
+    sts_b32(a + 8 * 32, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+  });
+  fence_proxy_async();
+  named_bar_sync(bar, 128);
+  if (leader && row0 < M) {
+#pragma unroll
+    for (int b = 0; b < kBN / kTmaBoxCols; ++b)
+      if (n0 + b * kTmaBoxCols < N)
+        tma_store_2d(tmC, stage + static_cast<uint32_t>(b * kTmaBoxBytes), n0 + b * kTmaBoxCols,
+                     row0);
+    bulk_commit();
+  }
+}
+
 // The warpgroup's fp16 epilogue, direct or staged (EPILOGUE).
 [[maybe_unused]] __device__ __forceinline__ void store_tile(uint32_t stage, int bar, bool reuse,
+                                                            const CUtensorMap* tmC, bool c_tma,
                                                             __half* C, int M, int N, int row0,
                                                             int n0, float (&acc)[kMTiles][kAcc]) {
-  if constexpr (kEpilogue == 1) store_tile_staged(stage, bar, reuse, C, M, N, row0, n0, acc);
-  else store_tile_direct(C, M, N, row0, n0, acc);
+  if constexpr (kEpilogue == 2)
+    store_tile_tma(stage, bar, reuse, tmC, c_tma, C, M, N, row0, n0, acc);
+  else if constexpr (kEpilogue == 1)
+    store_tile_staged(stage, bar, reuse, C, M, N, row0, n0, acc);
+  else
+    store_tile_direct(C, M, N, row0, n0, acc);
 }
 
 // SPLIT_REDUCE=1, step 1: this consumer's kWgRows x BN fp32 accumulators into
@@ -988,7 +1094,8 @@ template <typename Fn>
 
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
-                   const __grid_constant__ CUtensorMap tmB, __half* __restrict__ C,
+                   const __grid_constant__ CUtensorMap tmB,
+                   const __grid_constant__ CUtensorMap tmC, int c_tma, __half* __restrict__ C,
                    int M, int N, int K, int tiles_m, int tiles_n,
                    float* __restrict__ partials, size_t slab) {
   extern __shared__ unsigned char smem_raw[];
@@ -996,7 +1103,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sA0 = (raw + 1023u) & ~1023u;        // A slots
   const uint32_t sB0 = sA0 + kStages * kStageABytes;  // B slots
-  const Ring ring{sA0, sB0, sB0 + kStages * kStageBBytes};
+  // Persistent EPILOGUE=2: the consumers' TMA staging buffers, then the mbarriers.
+  const uint32_t sTma0 = sB0 + kStages * kStageBBytes;
+  const Ring ring{sA0, sB0, sTma0 + kOwnTmaStagingBytes};
   const int k_tiles = (K + kBK - 1) / kBK;
   const int wg = threadIdx.x / 128;
 
@@ -1019,6 +1128,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
     prefetch_tensormap(&tmA);
     prefetch_tensormap(&tmB);
+    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
   }
   init_ring(ring);
   __syncthreads();
@@ -1068,8 +1178,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
-    // EPILOGUE=1: this consumer's own staging buffer, after the mbarriers.
-    const uint32_t stage = ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
+    // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
+    const uint32_t stage =
+        kEpilogue == 2 ? sTma0 + static_cast<uint32_t>(c * kWgTmaStagingBytes)
+                       : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
     if constexpr (kStreamK) {
@@ -1088,7 +1200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         int m0, n0;
         tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
         consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
-        store_tile(stage, stage_bar, stored, C, M, N, m0 + c * kWgRows, n0, acc);
+        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
       int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
       int kt0 = static_cast<int>(u0 % k_tiles);
@@ -1115,7 +1227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         int m0, n0;
         tile_origin(t, tiles_m, tiles_n, m0, n0);
-        store_tile(stage, stage_bar, stored, C, M, N, m0 + c * kWgRows, n0, acc);
+        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
         stored = true;
       }
     } else if constexpr (kPingpong) {
@@ -1137,7 +1249,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
         consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
-        store_tile(stage, stage_bar, i > 1, C, M, N, m0, n0, acc);
+        store_tile(stage, stage_bar, i > 1, &tmC, c_tma, C, M, N, m0, n0, acc);
       }
     } else {
       // Cooperative: both consumers work on every local tile, rows c * kWgRows..;
@@ -1148,9 +1260,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         int m0, n0;
         tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
         consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
-        store_tile(stage, stage_bar, i > 0, C, M, N, m0 + c * kWgRows, n0, acc);
+        store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
     }
+    // EPILOGUE=2: the last tile's TMA stores are done before the CTA exits.
+    if constexpr (kEpilogue == 2)
+      if (threadIdx.x % 128 == 0) bulk_wait();
   }
   (void)partials;
   (void)slab;
@@ -1183,6 +1298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
     prefetch_tensormap(&tmA);
     prefetch_tensormap(&tmB);
+    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
   }
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
@@ -1270,6 +1386,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       named_bar_sync<1, 128 * kConsumers>();
       store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
                         N, row0, n0, acc);
+    } else if constexpr (kEpilogue == 2) {
+      // Staged in the ring as for EPILOGUE=1, stored by TMA; done before the exit.
+      if (c_tma) named_bar_sync<1, 128 * kConsumers>();
+      store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
+                     c_tma != 0, C, M, N, row0, n0, acc);
+      if (threadIdx.x % 128 == 0) bulk_wait();
     } else {
       store_tile_direct(C, M, N, row0, n0, acc);
     }
@@ -1409,9 +1531,10 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }
 
 // 2D fp16 tensor map: `inner` x `outer` elements, rows `ld` elements apart,
-// box {box_inner, box_outer}, 128B swizzle, zero fill out of bounds.
+// box {box_inner, box_outer}, 128B swizzle (or `swizzle`), zero fill out of bounds.
 bool make_map(CUtensorMap* map, const void* base, int inner, int outer, int ld,
-              int box_inner, int box_outer) {
+              int box_inner, int box_outer,
+              CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_fn();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner),
@@ -1422,7 +1545,7 @@ bool make_map(CUtensorMap* map, const void* base, int inner, int outer, int ld,
   const cuuint32_t elem_strides[2] = {1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims,
                 strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -1494,34 +1617,44 @@ cudaError_t launch_pad(const __half* src, __half* dst, int rows, int cols, int l
 struct MapKey {
   const void* a;
   const void* b;
+  const void* c;
   int M, N, K, lda, ldb;
   bool operator==(const MapKey& o) const {
-    return a == o.a && b == o.b && M == o.M && N == o.N && K == o.K && lda == o.lda &&
-           ldb == o.ldb;
+    return a == o.a && b == o.b && c == o.c && M == o.M && N == o.N && K == o.K &&
+           lda == o.lda && ldb == o.ldb;
   }
+};
+struct Maps {
+  CUtensorMap a, b, c;  // c: EPILOGUE=2 only
+  bool c_tma;           // c is valid: C's rows and base are 16-byte aligned
 };
 struct MapCache {
   bool valid = false;
   MapKey key;
-  CUtensorMap tmA, tmB;
+  Maps maps;
 };
 
-bool get_maps(const __half* a, const __half* b, int M, int N, int K, int lda, int ldb,
-              CUtensorMap* tmA, CUtensorMap* tmB) {
+bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, int K, int lda,
+              int ldb, Maps* out) {
   thread_local MapCache cache;
-  const MapKey key{a, b, M, N, K, lda, ldb};
+  const MapKey key{a, b, kEpilogue == 2 ? c : nullptr, M, N, K, lda, ldb};
   if (!cache.valid || !(cache.key == key)) {
-    cache.valid = false;  // until both maps are encoded
-    if (!make_map(&cache.tmA, a, K, M, lda, kBK, kBM)) return false;
+    cache.valid = false;  // until every map is encoded
+    Maps& m = cache.maps;
+    m = Maps{};
+    if (!make_map(&m.a, a, K, M, lda, kBK, kBM)) return false;
     // CLUSTER: an NT CTA loads its share of the B box (load_stage).
-    const bool ok_b = kNT ? make_map(&cache.tmB, b, K, N, ldb, kBK, kBN / kCluster)
-                          : make_map(&cache.tmB, b, N, K, ldb, 64, kBK);
+    const bool ok_b = kNT ? make_map(&m.b, b, K, N, ldb, kBK, kBN / kCluster)
+                          : make_map(&m.b, b, N, K, ldb, 64, kBK);
     if (!ok_b) return false;
+    // EPILOGUE=2: C's boxes as the consumers stage them (store_tile_tma).
+    m.c_tma = kEpilogue == 2 && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
+    if (m.c_tma && !make_map(&m.c, c, N, M, N, kTmaBoxCols, kWgRows, CU_TENSOR_MAP_SWIZZLE_32B))
+      return false;
     cache.key = key;
     cache.valid = true;
   }
-  *tmA = cache.tmA;
-  *tmB = cache.tmB;
+  *out = cache.maps;
   return true;
 }
 
@@ -1571,8 +1704,8 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
     }
   }
 
-  CUtensorMap tmA, tmB;
-  if (!get_maps(a_src, b_src, M, N, K, lda, ldb, &tmA, &tmB)) return 6;
+  Maps maps;
+  if (!get_maps(a_src, b_src, C, M, N, K, lda, ldb, &maps)) return 6;
 
   // grid.x: the tile (grouped raster as without split-K); grid.y: the split, the
   // slowest-varying launch index, so co-resident CTAs are mostly the same split
@@ -1603,9 +1736,9 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   // SPLIT_REDUCE=1: a tile's splits form one cluster (grid.y = splits).
   const dim3 cluster = kClusterReduce && p.splits > 1 ? dim3(1, static_cast<unsigned>(p.splits))
                                                       : dim3(kCluster);
-  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, cluster, stream, tmA, tmB, C, M, N,
-             K, static_cast<int>(tiles_m), static_cast<int>(tiles_n), partials,
-             p.slab) != cudaSuccess)
+  if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, cluster, stream, maps.a, maps.b, maps.c,
+             maps.c_tma ? 1 : 0, C, M, N, K, static_cast<int>(tiles_m),
+             static_cast<int>(tiles_n), partials, p.slab) != cudaSuccess)
     return 1;
 #if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
   if (p.splits > 1) {
