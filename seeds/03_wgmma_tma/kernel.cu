@@ -157,16 +157,20 @@
 //   store) instead of the threads:
 //   1. as for EPILOGUE=1 (the ring is drained; persistent: own buffers, placed
 //      1024-byte aligned right after the B slots, the mbarriers after them).
-//   2. each consumer st.shared's its fp16 pairs into BN/16 boxes of kWgRows rows x
-//      32 bytes (16 columns), box b at stage + b*kWgRows*32, with the TMA's 32-byte
-//      swizzle: row r's two 16-byte chunks swap when bit 2 of r is set. A warp's
-//      8 rows x 4 lanes of 4-byte stores then hit 32 distinct banks.
+//   2. each consumer st.shared's its fp16 pairs into boxes of kWgRows rows x W
+//      columns, W the widest of 64, 32, 16 dividing BN (rows of 128, 64 or 32
+//      bytes), box b at stage + b*kWgRows*2W, with the TMA swizzle of the row's
+//      width: a row's 16-byte chunk index is XORed with its 128-byte line index
+//      modulo the chunks per row. A warp's 8 rows x 4 lanes of 4-byte stores then
+//      hit 32 distinct banks.
 //   3. every thread fences its stores to the async proxy (fence.proxy.async),
 //      bar.sync 2+c, 128; thread 0 of the warpgroup issues one TMA store per box
-//      inside N ({16 cols, kWgRows rows} at (n0 + 16b, row0)) and commits them as
+//      inside N ({W cols, kWgRows rows} at (n0 + W*b, row0)) and commits them as
 //      one bulk group. The TMA clips rows >= M and cols >= N: no bounds checks.
 //   4. before the warpgroup writes the buffer again (persistent) and before it
-//      exits, thread 0 waits for its bulk groups (wait_group.read / wait_group).
+//      exits, thread 0 waits until its bulk groups have read the buffer
+//      (wait_group.read, as CUTLASS's tma_store_wait); the kernel's completion
+//      covers their global writes.
 //   C's tensor map needs 16-byte rows and base (N % 8 == 0, C 16-byte aligned);
 //   otherwise the call passes c_tma = 0 and the kernel stores the fragments
 //   directly (as EPILOGUE=0). The consumer threads are free as soon as the box
@@ -392,10 +396,12 @@ constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box 
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
 constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
-// EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as BN/16 TMA boxes of
-// kWgRows rows x 32 bytes (32-byte swizzle), 1024-byte aligned.
-constexpr int kTmaBoxCols = 16;
+// EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as TMA boxes of kWgRows
+// rows x the widest of 64, 32 or 16 columns that divides BN (128, 64 or 32 bytes,
+// swizzled over the same span), 1024-byte aligned.
+constexpr int kTmaBoxCols = kBN % 64 == 0 ? 64 : kBN % 32 == 0 ? 32 : 16;
 constexpr int kTmaBoxBytes = kWgRows * kTmaBoxCols * 2;
+constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
 constexpr int kWgTmaStagingBytes = kWgRows * kBN * 2;
 // Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers.
 constexpr int kOwnTmaStagingBytes =
@@ -448,8 +454,8 @@ static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
               "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
 static_assert(kEpilogue >= 0 && kEpilogue <= 2,
               "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
-static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 256 == 0,
-              "EPILOGUE=2: boxes must keep the 32-byte swizzle's 256-byte alignment");
+static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 1024 == 0,
+              "EPILOGUE=2: boxes must stay 1024-byte aligned (the swizzle pattern's period)");
 static_assert(kPersistent >= 1 || kEpilogue != 2 ||
                   kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=2 stages the fp16 tile in the ring: BM*BN*2 must fit in it");
@@ -594,10 +600,6 @@ __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
 // Until the thread's bulk groups have read their shared memory (it may be rewritten).
 [[maybe_unused]] __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-// Until the thread's bulk groups are complete (their global writes done).
-[[maybe_unused]] __device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 // Orders this thread's generic-proxy shared-memory stores before later async-proxy
 // (TMA) reads of them.
@@ -935,14 +937,18 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
     if (leader) bulk_wait_read();
     named_bar_sync(bar, 128);
   }
+  constexpr int kRowBytesC = kTmaBoxCols * 2;  // a box row: 128, 64 or 32 bytes
   for_each_fragment(0, 0, [&](int mt, int j, int r, int q) {
-    // Column q (even) of row r: box q/16, 16-byte chunk (q%16)/8 swizzled with bit 2
-    // of r (the same for r + 8), 4 bytes per pair.
-    const int chunk = ((q % 16) / 8) ^ ((r >> 2) & 1);
-    const uint32_t a = stage + static_cast<uint32_t>((q / 16) * kTmaBoxBytes + r * 32 +
-                                                     chunk * 16 + (q % 8) * 2);
+    // Column q (even) of row r: box q / kTmaBoxCols, 16-byte chunk (q % kTmaBoxCols) / 8
+    // XOR the row's 128-byte line index (r * kRowBytesC / 128) modulo the chunks per
+    // row (the TMA's 128/64/32-byte swizzle), 4 bytes per pair. Row r + 8 has the
+    // same XOR (8 rows span 2, 4 or 8 whole lines: a multiple of the modulus).
+    const int chunk =
+        ((q % kTmaBoxCols) / 8) ^ ((r * kRowBytesC / 128) & (kTmaChunks - 1));
+    const uint32_t a = stage + static_cast<uint32_t>((q / kTmaBoxCols) * kTmaBoxBytes +
+                                                     r * kRowBytesC + chunk * 16 + (q % 8) * 2);
     sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
-    sts_b32(a + 8 * 32, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+    sts_b32(a + 8 * kRowBytesC, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
   });
   fence_proxy_async();
   named_bar_sync(bar, 128);
@@ -1263,9 +1269,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
     }
-    // EPILOGUE=2: the last tile's TMA stores are done before the CTA exits.
+    // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
+    // exits (its shared memory may then go to another CTA).
     if constexpr (kEpilogue == 2)
-      if (threadIdx.x % 128 == 0) bulk_wait();
+      if (threadIdx.x % 128 == 0) bulk_wait_read();
   }
   (void)partials;
   (void)slab;
@@ -1387,11 +1394,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
                         N, row0, n0, acc);
     } else if constexpr (kEpilogue == 2) {
-      // Staged in the ring as for EPILOGUE=1, stored by TMA; done before the exit.
+      // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
       if (c_tma) named_bar_sync<1, 128 * kConsumers>();
       store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
                      c_tma != 0, C, M, N, row0, n0, acc);
-      if (threadIdx.x % 128 == 0) bulk_wait();
+      if (threadIdx.x % 128 == 0) bulk_wait_read();
     } else {
       store_tile_direct(C, M, N, row0, n0, acc);
     }
@@ -1649,8 +1656,10 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
     if (!ok_b) return false;
     // EPILOGUE=2: C's boxes as the consumers stage them (store_tile_tma).
     m.c_tma = kEpilogue == 2 && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
-    if (m.c_tma && !make_map(&m.c, c, N, M, N, kTmaBoxCols, kWgRows, CU_TENSOR_MAP_SWIZZLE_32B))
-      return false;
+    constexpr CUtensorMapSwizzle kSwizzleC = kTmaBoxCols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                                             : kTmaBoxCols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                                 : CU_TENSOR_MAP_SWIZZLE_32B;
+    if (m.c_tma && !make_map(&m.c, c, N, M, N, kTmaBoxCols, kWgRows, kSwizzleC)) return false;
     cache.key = key;
     cache.valid = true;
   }
