@@ -429,7 +429,7 @@ static_assert(kMTiles * kAcc <= 128,
 static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
-static_assert(kCluster == 1 || !kPersistent, "CLUSTER: not with the persistent loop");
+static_assert(kCluster == 1 || !kStreamK, "CLUSTER: not with stream-K");
 static_assert(!kNT || (kBN / kCluster) % 8 == 0,
               "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
@@ -1119,8 +1119,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
   // (its local tiles i = 0, 1, ...; unsigned: no overflow), each through the
   // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
-  const unsigned num_tiles = static_cast<unsigned>(tiles_m) * static_cast<unsigned>(tiles_n);
-  const unsigned n_local = (num_tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  // CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
+  // CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
+  // computing rows m0 + r*BM, as without persistence), so their rings fill and
+  // drain in the same order and every slot's B share is multicast to all of them.
+  const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
+  const unsigned first_unit = blockIdx.x / kCluster;
+  const unsigned unit_step = gridDim.x / kCluster;
+  const int unit_rows = (tiles_m + kCluster - 1) / kCluster;  // tile-row groups
+  const unsigned num_tiles = static_cast<unsigned>(unit_rows) * static_cast<unsigned>(tiles_n);
+  const unsigned n_local = (num_tiles - first_unit + unit_step - 1) / unit_step;
+  const auto local_origin = [&](unsigned i, int& m0, int& n0) {  // of local tile i
+    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
+    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+  };
   // Stream-K: with at least two waves of tiles, all but the last one or two waves
   // are whole tiles dealt round-robin (as PERSISTENT=1: neighbouring tiles at the
   // same k share operands in L2); the (tile, k-tile) units of the tiles from
@@ -1137,7 +1149,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
   }
   init_ring(ring);
-  __syncthreads();
+  // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
+  if constexpr (kCluster > 1) cluster_sync();
+  else __syncthreads();
   pdl_wait();
   if (kPdlMode == 1) pdl_release();
 
@@ -1153,7 +1167,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       int m0 = 0, n0 = 0;
       const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
         if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-        load_stage(ring, s, kt, m0, n0, 0, &tmA, &tmB);
+        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
         if (++s == kStages) {
           s = 0;
           parity ^= 1;
@@ -1163,7 +1177,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Stream-K: the whole tiles, then the shared range, walked with counters: no
       // division per unit (the producer's turnaround is on the ring's critical path).
       for (unsigned i = 0; i < (kStreamK ? dp_waves : n_local); ++i) {
-        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        local_origin(i, m0, n0);
         for (int kt = 0; kt < k_tiles; ++kt) load(kt);
       }
       if constexpr (kStreamK) {
@@ -1180,6 +1194,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       if (kPdlMode == 2) pdl_release();
     }
+    // Multicast clusters: done with the peers' barriers (see the exit below).
+    if constexpr (kCluster > 1) cluster_arrive();
   } else {
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
@@ -1204,7 +1220,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       bool stored = false;
       for (unsigned i = 0; i < dp_waves; ++i, stored = true) {
         int m0, n0;
-        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        local_origin(i, m0, n0);
         consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
         store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
@@ -1249,12 +1265,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       // than one phase ahead of its waiter.
       for (unsigned i = c; i < n_local; i += 2) {
         int m0, n0;
-        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        local_origin(i, m0, n0);
         const unsigned long long g = static_cast<unsigned long long>(i) * k_tiles;
         int s = static_cast<int>(g % kStages);
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
         consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
+        // Multicast clusters: after this consumer's last main loop (see the exit).
+        if (kCluster > 1 && i + 2 >= n_local) cluster_arrive();
         store_tile(stage, stage_bar, i > 1, &tmC, c_tma, C, M, N, m0, n0, acc);
       }
     } else {
@@ -1264,16 +1282,23 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t parity = 0;
       for (unsigned i = 0; i < n_local; ++i) {
         int m0, n0;
-        tile_origin(static_cast<int>(blockIdx.x + i * gridDim.x), tiles_m, tiles_n, m0, n0);
+        local_origin(i, m0, n0);
         consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
+        if (kCluster > 1 && i + 1 == n_local) cluster_arrive();  // see the exit
         store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
     }
+    // Pingpong with a single local tile: the second consumer had no main loop.
+    if (kCluster > 1 && kPingpong && static_cast<unsigned>(c) >= n_local) cluster_arrive();
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
     // exits (its shared memory may then go to another CTA).
     if constexpr (kEpilogue == 2)
       if (threadIdx.x % 128 == 0) bulk_wait_read();
   }
+  // Multicast clusters: a peer's consumers may still arrive on this CTA's empty
+  // barriers until their last main loop ends; every thread arrived after its own
+  // last use of a peer's barriers, and waits for the whole cluster here.
+  if constexpr (kCluster > 1) cluster_wait();
   (void)partials;
   (void)slab;
 #else
@@ -1581,6 +1606,28 @@ cudaError_t configure_once() {
   return n;
 }
 
+// PERSISTENT with CLUSTER c: how many clusters of c CTAs the device holds at once
+// (a cluster sits within one GPC: on the H100 clusters of 4 hold 120 CTAs, not
+// 132), queried once after configure_once(); 0 if the query failed.
+[[maybe_unused]] int max_active_clusters() {
+  static const int n = [] {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim = {static_cast<unsigned>(kCluster), 1, 1};
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(kCluster);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = kSmemBytes;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, wgmma_tma_gemm, &config) != cudaSuccess)
+      return 0;
+    return clusters;
+  }();
+  return n;
+}
+
 // Launches kernel<<<grid, block, smem, stream>>>(args...), as a programmatic
 // dependent of the stream's previous kernel with PDL >= 1, in clusters of
 // dims `cluster` (none when it is 1 x 1 x 1).
@@ -1723,11 +1770,15 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
 #if ANVIL_PERSISTENT
-  // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles.
+  // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles;
+  // with CLUSTER c, as many clusters as fit at once, each looping over groups of
+  // c tile-rows.
   const int sms = sm_count();
   if (sms < 1) return 3;
-  const long long tiles = tiles_m * tiles_n;
-  dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms), 1u);
+  const long long units = (tiles_m + kCluster - 1) / kCluster * tiles_n;
+  const int slots = kCluster == 1 ? sms : max_active_clusters();
+  if (slots < 1) return 3;
+  dim3 grid(static_cast<unsigned>((units < slots ? units : slots) * kCluster), 1u);
   if constexpr (kStreamK) {
     // Stream-K: every CTA resident at once (one per SM), so a CTA may wait for a
     // later one's partial. The flags start at 0 on every call.
