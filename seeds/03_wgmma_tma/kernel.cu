@@ -260,7 +260,7 @@
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
-//   ANVIL_SPLIT_K       K splits per tile (1 = off): 1,2,3,4,6,8,12,16; > 1 adds an
+//   ANVIL_SPLIT_K       K splits per tile (1 = off): 1..32; > 1 adds an
 //                       fp32 partials workspace and a reduce kernel, or
 //   ANVIL_SPLIT_REDUCE  1: the splits of a tile sum in a cluster through
 //                       distributed shared memory (no workspace, one kernel)
@@ -446,7 +446,9 @@ static_assert(kConsumers == 1 || kProducerRegs + 2 * kConsumerRegs <= 504,
               "setmaxnreg budget exceeds the CTA's launch allocation (deadlock)");
 static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
               "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
-static_assert(kSplitK >= 1 && kSplitK <= 16, "SPLIT_K: 1..16 (grid.y = split)");
+static_assert(kSplitK >= 1 && kSplitK <= 32, "SPLIT_K: 1..32 (grid.y = split)");
+static_assert(!kClusterReduce || kSplitK <= 16,
+              "SPLIT_REDUCE=1: a cluster holds at most 16 CTAs (the splits of a tile)");
 static_assert(ANVIL_SPLIT_REDUCE == 0 || ANVIL_SPLIT_REDUCE == 1, "SPLIT_REDUCE: 0 or 1");
 static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
               "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
