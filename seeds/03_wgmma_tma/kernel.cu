@@ -186,6 +186,14 @@
 // tensor-map prefetch and the pipeline fill are paid once per CTA, and the producer
 // keeps loading the next tile's k-tiles into the ring while the consumers store
 // the current tile (direct stores, or staged in the consumers' own buffers).
+// With CLUSTER c > 1 the unit is a group of c vertically adjacent tiles: the host
+// launches as many clusters as the device holds at once (cudaOccupancyMax-
+// ActiveClusters, queried once), and the c CTAs of a cluster walk the same groups
+// in the same order, rank r computing rows m0 + r*BM, so every ring position holds
+// the same k-tile in all of them and the B multicast and the cross-CTA slot
+// release work as without persistence. Each thread arrives on the cluster barrier
+// after its last use of a peer's barriers (the producer after its last load, a
+// consumer after its last main loop) and waits on it before exiting.
 // Ring bookkeeping runs on g, the CTA's running k-iteration count over all its
 // tiles (never reset per tile), identically in the producer and the consumers:
 //   slot s = g % STAGES, use n = g / STAGES (kept incrementally as (s, parity of
@@ -271,7 +279,7 @@
 //   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
 //                       CONSUMERS 2)
 //   ANVIL_CLUSTER       1, or 2 or 4: clusters of CTAs along M share the B tile
-//                       through TMA multicast (PERSISTENT 0 only; see below)
+//                       through TMA multicast (not with stream-K; see below)
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -921,7 +929,7 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   }
 }
 
-// EPILOGUE=2: this warpgroup's tile converted to fp16 into its BN/16 swizzled
+// EPILOGUE=2: this warpgroup's tile converted to fp16 into its swizzled TMA
 // boxes at `stage` (see the header), then, after the warpgroup's barrier `bar`,
 // stored to C rows row0.., cols n0.. by TMA, issued by the warpgroup's thread 0.
 // With `reuse` (a persistent CTA's buffer) that thread first waits until its
