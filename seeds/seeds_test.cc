@@ -55,6 +55,42 @@ TEST(LoadSeeds, DefaultsAndSuggestionsAreLegal) {
   }
 }
 
+// seed.json's rules for 03_wgmma_tma must admit what the kernel builds and
+// refuse what its static_asserts refuse (the search never spends nvcc time on
+// a configuration the rules admit but the kernel cannot build).
+TEST(LoadSeeds, WgmmaRulesFollowTheKernelsLimits) {
+  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  const SeedFamily* f = nullptr;
+  for (const SeedFamily& s : *seeds)
+    if (s.name == "03_wgmma_tma") f = &s;
+  ASSERT_NE(f, nullptr);
+  const auto legal = [&](v1::Layout l, const KnobParams& p) { return CheckConfig(*f, l, p).ok(); };
+  const KnobParams pingpong = {{"BM", "128"}, {"BN", "128"}, {"CONSUMERS", "2"},
+                               {"PERSISTENT", "1"}, {"SCHEDULE", "1"}, {"STAGES", "5"}};
+  // TMA-store staging is unpadded: pingpong 128x128 fits 5 stages with EPILOGUE=2
+  // (230,480 bytes), not with EPILOGUE=1's padded rows (234,576 > 232,448).
+  KnobParams p = pingpong;
+  p["EPILOGUE"] = "2";
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, p));
+  p["EPILOGUE"] = "1";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, p));
+  // Multicast clusters run with the persistent loop, not with stream-K.
+  p = pingpong;
+  p["CLUSTER"] = "2";
+  EXPECT_TRUE(legal(v1::LAYOUT_NN, p));
+  KnobParams sk = {{"BM", "128"}, {"BN", "128"}, {"PERSISTENT", "2"}, {"CLUSTER", "2"}};
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, sk));
+  // Up to 32 splits with reduce-kernel slabs; at most 16 in a cluster.
+  KnobParams split = {{"BM", "64"}, {"BN", "64"}, {"CONSUMERS", "1"}, {"STAGES", "6"},
+                      {"SPLIT_K", "32"}};
+  EXPECT_TRUE(legal(v1::LAYOUT_NN, split));
+  split["SPLIT_REDUCE"] = "1";
+  EXPECT_FALSE(legal(v1::LAYOUT_NN, split));
+  split["SPLIT_K"] = "16";
+  EXPECT_TRUE(legal(v1::LAYOUT_NN, split));
+}
+
 TEST(LoadSeeds, MissingDirectoryIsAnError) {
   EXPECT_FALSE(LoadSeeds("/nonexistent-anvil-seeds").ok());
 }
