@@ -89,6 +89,13 @@ TEST(LoadSeeds, WgmmaRulesFollowTheKernelsLimits) {
   EXPECT_FALSE(legal(v1::LAYOUT_NN, split));
   split["SPLIT_K"] = "16";
   EXPECT_TRUE(legal(v1::LAYOUT_NN, split));
+  // Swapped operands: NT only (both K-major), with the direct epilogue.
+  KnobParams swap = {{"BM", "64"}, {"BN", "16"}, {"CONSUMERS", "1"}, {"STAGES", "16"},
+                     {"SPLIT_K", "2"}, {"SWAP_AB", "1"}, {"EPILOGUE", "0"}};
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, swap));
+  EXPECT_FALSE(legal(v1::LAYOUT_NN, swap));
+  swap["EPILOGUE"] = "1";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, swap));
 }
 
 TEST(LoadSeeds, MissingDirectoryIsAnError) {

@@ -118,6 +118,32 @@ TEST(Predict, MulticastClustersReadAShareOfBAndHoldFewerCtas) {
   EXPECT_DOUBLE_EQ(p1->us, one->us);
 }
 
+TEST(Predict, SwappedOperandsPutTheShortSideOnTheTilesN) {
+  // As 03_wgmma_tma's seed.json: SWAP_AB=1 runs the N x M product, so the tile's
+  // BM rows cover N and its BN columns cover M.
+  SeedFamily f = TiledTestFamily();
+  f.knobs[1].values.push_back("16");
+  f.knobs.push_back({"SWAP_AB", "0", {"0", "1"}, "swapped operands", false});
+  f.model.erase("tile_m");
+  f.model.erase("tile_n");
+  f.model.emplace("tile_m", *Expr::Parse("ANVIL_BM + ANVIL_SWAP_AB * (ANVIL_BN - ANVIL_BM)"));
+  f.model.emplace("tile_n", *Expr::Parse("ANVIL_BN + ANVIL_SWAP_AB * (ANVIL_BM - ANVIL_BN)"));
+  const v1::Shape decode = MakeShape(16, 4096, 4096);
+  auto predict = [&](const char* swap) {
+    return Predict(f, v1::LAYOUT_NT, {{"BM", "64"}, {"BN", "16"}, {"SWAP_AB", swap}}, decode,
+                   DeviceModel());
+  };
+  absl::StatusOr<Estimate> plain = predict("0"), swapped = predict("1");
+  ASSERT_TRUE(plain.ok() && swapped.ok());
+  // Unswapped, 64 rows cover the 16 tokens (3x waste) in 256 tiles of 16 columns;
+  // swapped, 16 columns cover them exactly in 64 tiles of 64 rows.
+  EXPECT_NEAR(plain->waste, 3.0, 1e-9);
+  EXPECT_EQ(plain->ctas, 256);
+  EXPECT_EQ(swapped->waste, 0);
+  EXPECT_EQ(swapped->ctas, 64);
+  EXPECT_LT(swapped->us, plain->us);
+}
+
 TEST(Predict, ChargesMisalignedRowsOnlyToFamiliesThatSaySo) {
   SeedFamily f = TiledTestFamily();
   const v1::Shape aligned = MakeShape(77, 3000, 1232), odd_k = MakeShape(77, 3000, 1234);

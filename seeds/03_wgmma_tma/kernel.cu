@@ -177,6 +177,17 @@
 //   stores are issued: with PERSISTENT=1 the next tile's main loop overlaps the
 //   TMA's writes of this one.
 //
+// ---- Swapped operands (ANVIL_SWAP_AB=1, NT only) ----------------------------------
+// C = A B^T equals (B A^T)^T, and in NT both B (N x K) and A (M x K) are K-major, so
+// anvil_gemm swaps A with B and M with N and runs the same kernel on the N x M
+// product: the short side of a decode-sized call (M = 16 tokens) becomes the wgmma N
+// side, where a tile can be 16 wide, instead of filling 48 of a 64-row A box with
+// TMA zero fill. The kernel's (row, col) is then C's (col, row): store_pair and
+// store_pair_f32 write C[col * M' + row] one element at a time (M' = the kernel's M
+// = C's N), and the split-K slabs are kept in C's layout, so splitk_reduce is the
+// same. EPILOGUE 0 only (the staged epilogues copy rows out), no SPLIT_REDUCE, no
+// CLUSTER (rules and static_assert).
+//
 // ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
 // The host launches min(tiles, SMs) CTAs (the SM count of the current device is
 // queried once, function-local static); CTA b processes the tiles
@@ -280,6 +291,8 @@
 //                       CONSUMERS 2)
 //   ANVIL_CLUSTER       1, or 2 or 4: clusters of CTAs along M share the B tile
 //                       through TMA multicast (not with stream-K; see below)
+//   ANVIL_SWAP_AB       1: computes C^T = B A^T (NT only; see below), so a short M
+//                       becomes the wgmma N side (tiles as narrow as 16)
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -347,6 +360,9 @@
 #ifndef ANVIL_SPLIT_REDUCE
 #define ANVIL_SPLIT_REDUCE 0
 #endif
+#ifndef ANVIL_SWAP_AB
+#define ANVIL_SWAP_AB 0
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -383,6 +399,7 @@ constexpr int kPdlMode = ANVIL_PDL;
 constexpr bool kPdl = kPdlMode != 0;
 constexpr int kCluster = ANVIL_CLUSTER;
 constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
+constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -462,6 +479,9 @@ static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
               "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
               "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
+static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
+static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kCluster == 1),
+              "SWAP_AB=1: NT only, direct stores (EPILOGUE 0), no SPLIT_REDUCE, no CLUSTER");
 static_assert(kEpilogue >= 0 && kEpilogue <= 2,
               "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
 static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 1024 == 0,
@@ -676,9 +696,16 @@ __device__ __forceinline__ void wgmma_issue(uint64_t da, uint64_t db, float (&d)
 
 // pairs_ok: N is even and C is 4-byte aligned, so (row, even col) pairs are
 // 4-byte aligned and can be stored as one half2.
+// SWAP_AB=1: the kernel's M x N product is C transposed, so (row, col) goes to
+// C[col * M + row] (C has M columns), one element at a time.
 __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int col,
                                            float v0, float v1, bool pairs_ok) {
   if (row >= M) return;
+  if constexpr (kSwapAB) {
+    if (col < N) C[static_cast<size_t>(col) * M + row] = __float2half_rn(v0);
+    if (col + 1 < N) C[static_cast<size_t>(col + 1) * M + row] = __float2half_rn(v1);
+    return;
+  }
   __half* p = C + static_cast<size_t>(row) * N + col;
   if (pairs_ok && col + 1 < N) {
     *reinterpret_cast<__half2*>(p) = __floats2half2_rn(v0, v1);
@@ -696,6 +723,11 @@ __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int
                                                                 int row, int col, float v0,
                                                                 float v1, bool pairs_ok) {
   if (row >= M) return;
+  if constexpr (kSwapAB) {  // in C's (transposed) layout, as store_pair
+    if (col < N) P[static_cast<size_t>(col) * M + row] = v0;
+    if (col + 1 < N) P[static_cast<size_t>(col + 1) * M + row] = v1;
+    return;
+  }
   float* p = P + static_cast<size_t>(row) * N + col;
   if (pairs_ok && col + 1 < N) {
     *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
@@ -1735,6 +1767,7 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
 
 extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;
+  if constexpr (kSwapAB) std::swap(M, N);  // as anvil_gemm
   const PadPlan p = plan_padding(M, N, K);
   return p.a_bytes + p.b_bytes + p.part_bytes;
 }
@@ -1742,6 +1775,12 @@ extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
 extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
                           int K, void* workspace, cudaStream_t stream) {
   if (M < 1 || N < 1 || K < 1) return 1;
+  // SWAP_AB=1: C^T (N x M) = B (N x K) times A^T, both operands still K-major;
+  // the stores write C transposed (store_pair), the split-K slabs likewise.
+  if constexpr (kSwapAB) {
+    std::swap(A, B);
+    std::swap(M, N);
+  }
   // TMA needs 16-byte aligned global addresses (the contract gives 256).
   if (((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) & 15) != 0)
     return 2;
