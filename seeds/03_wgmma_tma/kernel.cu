@@ -188,6 +188,30 @@
 // same. EPILOGUE 0 only (the staged epilogues copy rows out), no SPLIT_REDUCE, no
 // CLUSTER (rules and static_assert).
 //
+// ---- Multicast clusters (ANVIL_CLUSTER = 2 or 4) ------------------------------------
+// The CLUSTER CTAs of a cluster compute vertically adjacent tiles (same B columns);
+// each TMA-loads its share of every B stage and multicasts it into all of them
+// (the full barrier of each CTA counts the whole stage), and every consumer warp
+// releases a slot use on the empty barrier of every CTA of the cluster, so
+// empty[s] counts CONSUMERS*4*CLUSTER arrivals and no CTA refills a slot that a
+// peer still reads.
+//   Start: thread 0 initialises the mbarriers and fences them to the cluster
+//   (fence.mbarrier_init.release.cluster); then every thread of the cluster
+//   passes barrier.cluster with a relaxed arrive and an acquiring wait, so no peer
+//   multicasts into, or arrives on, barriers not yet initialised.
+//   Cluster exit: a CTA's shared memory must outlive every peer's multicast into
+//   it and every peer's arrival on its empty barriers. The consumers release the
+//   last use of each slot too (after their final wgmma_wait<0>), and the producer
+//   thread, after its last load, waits for the empty phase of the last use of
+//   every slot (CUTLASS's load tail): those phases complete only once every
+//   consumer warp of the cluster has arrived on this CTA's barriers, after its
+//   reads of the multicast data. The CTA's other threads may leave earlier; its
+//   shared memory lives until the last one exits. No cluster barrier at the exit:
+//   barrier.cluster.arrive.release compiles to a GPU-scope MEMBAR, and the start
+//   (release) and exit barriers cost a near-empty kernel of 112 CTAs 0.7 and
+//   0.65 µs on the H100 (bench/cluster_cost.cu), against 0.07 for the relaxed
+//   start.
+//
 // ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
 // The host launches min(tiles, SMs) CTAs (the SM count of the current device is
 // queried once, function-local static); CTA b processes the tiles
@@ -202,9 +226,8 @@
 // ActiveClusters, queried once), and the c CTAs of a cluster walk the same groups
 // in the same order, rank r computing rows m0 + r*BM, so every ring position holds
 // the same k-tile in all of them and the B multicast and the cross-CTA slot
-// release work as without persistence. Each thread arrives on the cluster barrier
-// after its last use of a peer's barriers (the producer after its last load, a
-// consumer after its last main loop) and waits on it before exiting.
+// release work as without persistence; the start and the exit are as below
+// ("Multicast clusters").
 // Ring bookkeeping runs on g, the CTA's running k-iteration count over all its
 // tiles (never reset per tile), identically in the producer and the consumers:
 //   slot s = g % STAGES, use n = g / STAGES (kept incrementally as (s, parity of
@@ -222,8 +245,8 @@
 //     full[s] completed, which needs the producer's loads of use n, which it issued
 //     only after phase n-1 of empty[s] had completed.
 //   Then the accumulators are zeroed and the next tile starts. The producer thread
-//   exits after issuing its last load (as without persistence); the final empty
-//   arrivals are never waited on.
+//   exits after issuing its last load (as without persistence) and, with clusters,
+//   after the final empty phases (below).
 // PERSISTENT=1 requires SPLIT_K == 1 (no (tile, split) work units): static_assert
 // and seed.json rule.
 //
@@ -546,20 +569,28 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// The cluster barrier in two halves, so a thread can do other work in between.
-// The arrive's release orders this thread's earlier memory operations (remote
-// mbarrier arrivals included) before any peer's wait returns; ptxas emits it as a
-// GPU-scope MEMBAR, so arrive before the epilogue's global stores, not after them.
+// The cluster barrier in two halves. The arrive's release orders this thread's
+// earlier memory operations before any peer's wait returns; ptxas emits it as a
+// GPU-scope MEMBAR, which costs ~0.7 µs even with nothing outstanding (measured on
+// the H100, bench/cluster_cost.cu), so only the cluster sum's data exchange uses it.
 [[maybe_unused]] __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 [[maybe_unused]] __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// Every thread of every CTA of the cluster (release/acquire: barrier inits and
-// shared-memory use before it are visible to the cluster after it).
+// Every thread of every CTA of the cluster (release/acquire: shared-memory writes
+// before it are visible to the cluster after it).
 [[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
   cluster_arrive();
+  cluster_wait();
+}
+// The start of a multicast cluster: every CTA's mbarriers are initialised before
+// any peer multicasts into them or arrives on them. init_ring's
+// fence.mbarrier_init.release.cluster orders the inits, so the arrive may be
+// relaxed (no MEMBAR; the pattern PTX documents for that fence, and CUTLASS's).
+[[maybe_unused]] __device__ __forceinline__ void cluster_sync_after_init() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
   cluster_wait();
 }
 [[maybe_unused]] __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
@@ -1192,7 +1223,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
-  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (kCluster > 1) cluster_sync_after_init();
   else __syncthreads();
   pdl_wait();
   if (kPdlMode == 1) pdl_release();
@@ -1235,9 +1266,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       if (kPdlMode == 2) pdl_release();
+      // Multicast clusters: stay until every reader of the cluster has released
+      // the last use of each slot (see "Cluster exit").
+      if constexpr (kCluster > 1)
+        for (int j = 0; j < kStages; ++j) {
+          if (refill) mbar_wait(ring.empty(s), parity ^ 1);
+          if (++s == kStages) {
+            s = 0;
+            parity ^= 1;
+            refill = true;
+          }
+        }
     }
-    // Multicast clusters: done with the peers' barriers (see the exit below).
-    if constexpr (kCluster > 1) cluster_arrive();
   } else {
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
@@ -1313,8 +1353,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
         consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
-        // Multicast clusters: after this consumer's last main loop (see the exit).
-        if (kCluster > 1 && i + 2 >= n_local) cluster_arrive();
         store_tile(stage, stage_bar, i > 1, &tmC, c_tma, C, M, N, m0, n0, acc);
       }
     } else {
@@ -1326,21 +1364,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         int m0, n0;
         local_origin(i, m0, n0);
         consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
-        if (kCluster > 1 && i + 1 == n_local) cluster_arrive();  // see the exit
         store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
       }
     }
-    // Pingpong with a single local tile: the second consumer had no main loop.
-    if (kCluster > 1 && kPingpong && static_cast<unsigned>(c) >= n_local) cluster_arrive();
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
     // exits (its shared memory may then go to another CTA).
     if constexpr (kEpilogue == 2)
       if (threadIdx.x % 128 == 0) bulk_wait_read();
   }
-  // Multicast clusters: a peer's consumers may still arrive on this CTA's empty
-  // barriers until their last main loop ends; every thread arrived after its own
-  // last use of a peer's barriers, and waits for the whole cluster here.
-  if constexpr (kCluster > 1) cluster_wait();
   (void)partials;
   (void)slab;
 #else
@@ -1376,7 +1407,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
-  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (kCluster > 1) cluster_sync_after_init();
   else __syncthreads();
   pdl_wait();
   // Split-K with slabs: the reduce kernel comes next.
@@ -1397,11 +1428,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
       }
       if (kPdlMode == 2 && last_kernel) pdl_release();
+      // Multicast clusters: stay until every reader of the cluster has released
+      // the last use of each slot (see "Cluster exit").
+      if constexpr (kCluster > 1)
+        for (int i = n_kt; i < n_kt + kStages; ++i) {
+          const int n = i / kStages;
+          if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
+        }
     }
-    // Multicast clusters: the producer never touches a peer's barriers (its loads
-    // land in the peers before they leave their main loops), so it is done with
-    // the cluster here; see the exit below.
-    if constexpr (kCluster > 1) cluster_arrive();
     if (cluster_sum) {  // the producer warpgroup's part in the consumers' two barriers
       cluster_sync();
       cluster_sync();
@@ -1427,9 +1461,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wgmma_wait<0>();
     fence_acc(acc);
-    // Multicast clusters: this consumer's last arrival on a peer's empty barrier
-    // is behind it; tell the cluster before the epilogue (see the exit below).
-    if constexpr (kCluster > 1) cluster_arrive();
+    // Multicast clusters: the last slot too, for the producers' exit.
+    if (kCluster > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
 
     if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
       // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
@@ -1470,11 +1503,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile_direct(C, M, N, row0, n0, acc);
     }
   }
-  // A peer's consumers may still arrive on this CTA's empty barriers: stay until
-  // every thread of the cluster has arrived (after its main loop). Arriving before
-  // the epilogue and waiting here overlaps the wait for the slowest peer with the
-  // stores, and keeps the arrive's GPU-scope fence from waiting for them.
-  if constexpr (kCluster > 1) cluster_wait();
 #endif  // ANVIL_PERSISTENT
 }
 
