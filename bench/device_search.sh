@@ -6,6 +6,7 @@
 # curve and the log under $OUT, and the store back out as search.db.xz (xz
 # folds the many near-identical kernel sources: ~13x smaller than gzip).
 #   BUDGET=8 DB=bench/state/search.db bench/device_search.sh   (DB may be a .xz)
+# SLACK: seconds allowed beyond the budget (150) for the verify stage.
 # TRANSFER=H200 starts each problem from its fastest configurations measured
 # on that GPU model (in the same store), re-measured here; FIGURE=warm ranks by
 # warm time instead of device time.
@@ -30,7 +31,7 @@ else
   cp "$DB" /tmp/search.db 2>/dev/null || true
 fi
 SECONDS=0
-timeout $((BUDGET * 60 + 150)) $B/bin/anvil --db /tmp/search.db optimize --shapes bench/dev_shapes.txt \
+timeout $((BUDGET * 60 + ${SLACK:-150})) $B/bin/anvil --db /tmp/search.db optimize --shapes bench/dev_shapes.txt \
   --budget-minutes $BUDGET --curve $OUT/curve.csv ${TRANSFER:+--transfer-from $TRANSFER} \
   ${FIGURE:+--figure $FIGURE} \
   > $OUT/optimize.log 2>&1

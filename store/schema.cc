@@ -135,8 +135,14 @@ constexpr const char kSchemaV1[] =
     "  cublas_version TEXT NOT NULL, algo BLOB NOT NULL, measured_at INTEGER NOT NULL,"
     "  PRIMARY KEY (problem_id, cublas_version)) WITHOUT ROWID;";
 
+// The cached cuBLASLt choices of version 1 were tuned with each algorithm's
+// first (lazily loading) launch inside its timing, which made the choice close
+// to random; forget them, so each problem is tuned again by device time.
+constexpr const char kSchemaV2[] = "DELETE FROM lt_algo_cache;";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
+    {2, kSchemaV2},
 };
 
 struct Header {

@@ -62,6 +62,32 @@ TEST(StoreOpenTest, CreatesMigratesAndReopens) {
   EXPECT_TRUE(store->GetCandidate("c1").ok());
 }
 
+// Version 2 forgets the cuBLASLt choices tuned by version 1's method and keeps
+// everything else.
+TEST(StoreOpenTest, VersionTwoForgetsTheCachedCublasLtChoices) {
+  TempDir dir;
+  const std::string path = dir.File("anvil.db");
+  const v1::Problem p = TestProblem(1000, 1000, 1000);
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutCandidate(TestCandidate("c1")).ok());
+    ASSERT_TRUE(store->PutLtAlgo(p, "130100", {std::string(64, 'a'), 0}).ok());
+  }
+  RawExec(path, "PRAGMA user_version = 1");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->SchemaVersion(), Store::LatestSchemaVersion());
+  EXPECT_FALSE(store->GetLtAlgo(p, "130100")->has_value());
+  EXPECT_TRUE(store->GetCandidate("c1").ok());
+  // A choice tuned now is kept across reopening.
+  ASSERT_TRUE(store->PutLtAlgo(p, "130100", {std::string(64, 'b'), 0}).ok());
+  store.reset();
+  store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->GetLtAlgo(p, "130100")->has_value());
+}
+
 TEST(StoreOpenTest, MissingFileIsNotFound) {
   TempDir dir;
   const std::string path = dir.File("missing.db");

@@ -93,6 +93,15 @@ class ProblemSession {
   double ExcessThreshold() const;
   std::optional<Failure> CheckStreams(const std::vector<Activity>& acts) const;
   // timing.cc
+  struct DeviceCall {
+    int rc = 0;                      // the implementation's return code
+    cudaError_t err = cudaSuccess;   // the device sync's
+    std::vector<Activity> acts;      // every kernel, memset and copy it started
+    double us() const;               // their summed device time
+  };
+  // One call of `impl` on the current inputs, timed by CUPTI around the call
+  // and a device sync.
+  absl::StatusOr<DeviceCall> TimedDeviceCall(GemmImpl& impl);
   absl::StatusOr<std::optional<Failure>> TimeAll(v1::Measurement& m);
   absl::StatusOr<std::optional<Failure>> TimeRound(GemmImpl& impl, size_t index, bool check);
   absl::StatusOr<std::optional<Failure>> Warmup(GemmImpl& impl);

@@ -44,29 +44,39 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::Warmup(GemmImpl& impl) {
   return std::optional<Failure>();
 }
 
+double ProblemSession::DeviceCall::us() const {
+  double us = 0;
+  for (const Activity& a : acts) us += a.us();
+  return us;
+}
+
+absl::StatusOr<ProblemSession::DeviceCall> ProblemSession::TimedDeviceCall(GemmImpl& impl) {
+  CuptiMonitor& mon = *ctx_.monitor;
+  DeviceCall call;
+  ANVIL_RETURN_IF_ERROR(mon.SetActivity(true));
+  uint64_t t0 = mon.Now();
+  call.rc = impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+  call.err = cudaDeviceSynchronize();
+  uint64_t t1 = mon.Now();
+  ANVIL_RETURN_IF_ERROR(mon.SetActivity(false));
+  call.acts = mon.Take(t0, t1);
+  return call;
+}
+
 // Device time: CUPTI's sum over every kernel, memset and copy the call started,
 // on fresh inputs each time. One sample per round has its output checked.
 absl::StatusOr<std::optional<Failure>> ProblemSession::DeviceSamples(GemmImpl& impl,
                                                                     size_t index, bool check) {
-  CuptiMonitor& mon = *ctx_.monitor;
   const int n = ctx_.protocol.device_samples();
   const int checked = static_cast<int>(next_seed_ % n);
   for (int i = 0; i < n; ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
-    ANVIL_RETURN_IF_ERROR(mon.SetActivity(true));
-    uint64_t t0 = mon.Now();
-    int rc = impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
-    cudaError_t err = cudaDeviceSynchronize();
-    uint64_t t1 = mon.Now();
-    ANVIL_RETURN_IF_ERROR(mon.SetActivity(false));
-    std::vector<Activity> acts = mon.Take(t0, t1);
-    if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
-    double us = 0;
-    for (const Activity& a : acts) {
-      us += a.us();
-      AddUnique(kernels_[index], a.name);
-    }
-    samples_[index].device.push_back(us);
+    absl::StatusOr<DeviceCall> call = TimedDeviceCall(impl);
+    if (!call.ok()) return call.status();
+    if (std::optional<Failure> f = RunFailed(impl, call->rc, call->err)) return f;
+    const std::vector<Activity>& acts = call->acts;
+    for (const Activity& a : acts) AddUnique(kernels_[index], a.name);
+    samples_[index].device.push_back(call->us());
     if (!check) continue;
     kernels_per_call_.push_back(static_cast<int>(acts.size()));
     if (std::optional<Failure> f = CheckStreams(acts)) return f;
