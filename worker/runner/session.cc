@@ -17,7 +17,7 @@ namespace anvil::runner {
 namespace {
 
 constexpr size_t kLtWorkspaceBytes = 64ull << 20;  // cuBLASLt baselines' workspace
-constexpr int kLtTuneCalls = 5;  // timed calls per cuBLASLt algorithm when tuning
+constexpr int kLtTuneRounds = 5;  // timed calls per cuBLASLt algorithm when tuning
 
 }  // namespace
 
@@ -89,25 +89,38 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
   }
   if (!have_cached) {
     // Each of the heuristic's algorithms by device time (the figure the search
-    // ranks by), the median of kLtTuneCalls calls after one untimed call: an
-    // algorithm's kernels load lazily at their first launch, and timing that
-    // launch made the choice close to random (an algorithm 20% slower than the
-    // heuristic's first choice was picked on the H100).
+    // ranks by): one untimed call each first (an algorithm's kernels load
+    // lazily at their first launch), then kLtTuneRounds rounds on fresh inputs,
+    // each timing every algorithm once in a rotated order, so the GPU's clock
+    // and power state move them all alike; the lowest median wins. The old way
+    // (10 back-to-back calls per algorithm under events, the first launch
+    // included) kept an algorithm 20% slower than the heuristic's first choice
+    // on the H100.
+    std::vector<bool> runs(algos->size(), true);
+    std::vector<std::vector<double>> us(algos->size());
+    auto timed = [&](size_t i, bool keep) -> absl::Status {
+      if (!runs[i]) return absl::OkStatus();
+      (*best)->set_algo((*algos)[i]);
+      absl::StatusOr<DeviceCall> call = TimedDeviceCall(**best);
+      if (!call.ok()) return call.status();
+      ANVIL_CUDA(call->err);
+      if (call->rc != 0) runs[i] = false;  // an algorithm that fails must not win by doing nothing
+      else if (keep) us[i].push_back(call->us());
+      return absl::OkStatus();
+    };
     ANVIL_RETURN_IF_ERROR(Regenerate());
+    for (size_t i = 0; i < algos->size(); ++i) ANVIL_RETURN_IF_ERROR(timed(i, false));
+    for (int round = 0; round < kLtTuneRounds; ++round) {
+      ANVIL_RETURN_IF_ERROR(Regenerate());
+      for (size_t j = 0; j < algos->size(); ++j) {
+        ANVIL_RETURN_IF_ERROR(timed((j + round) % algos->size(), true));
+      }
+    }
     double best_us = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < algos->size(); ++i) {
-      (*best)->set_algo((*algos)[i]);
-      std::vector<double> us;
-      for (int r = 0; r <= kLtTuneCalls; ++r) {
-        absl::StatusOr<DeviceCall> call = TimedDeviceCall(**best);
-        if (!call.ok()) return call.status();
-        ANVIL_CUDA(call->err);
-        if (call->rc != 0) break;  // an algorithm that fails must not win by doing nothing
-        if (r > 0) us.push_back(call->us());
-      }
-      if (us.size() != size_t(kLtTuneCalls)) continue;
-      std::sort(us.begin(), us.end());
-      const double median = us[us.size() / 2];
+      if (!runs[i]) continue;
+      std::sort(us[i].begin(), us[i].end());
+      const double median = us[i][us[i].size() / 2];
       if (median < best_us) { best_us = median; algo = (*algos)[i]; lt_auto_index_ = int(i); }
     }
     if (lt_auto_index_ < 0) return absl::InternalError("no cuBLASLt algorithm ran on this problem");
