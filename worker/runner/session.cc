@@ -90,9 +90,11 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
   if (!have_cached) {
     // Each of the heuristic's algorithms by device time (the figure the search
     // ranks by): one untimed call each first (an algorithm's kernels load
-    // lazily at their first launch), then kLtTuneRounds rounds on fresh inputs,
-    // each timing every algorithm once in a rotated order, so the GPU's clock
-    // and power state move them all alike; the lowest median wins. The old way
+    // lazily at their first launch), then kLtTuneRounds rounds, each timing
+    // every algorithm once in a rotated order, so the GPU's clock and power
+    // state move them all alike, each call on fresh inputs as a device-time
+    // sample is (what the previous call left in L2 must not decide); the
+    // lowest median wins. The old way
     // (10 back-to-back calls per algorithm under events, the first launch
     // included) kept an algorithm 20% slower than the heuristic's first choice
     // on the H100.
@@ -101,6 +103,7 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
     auto timed = [&](size_t i, bool keep) -> absl::Status {
       if (!runs[i]) return absl::OkStatus();
       (*best)->set_algo((*algos)[i]);
+      if (keep) ANVIL_RETURN_IF_ERROR(Regenerate());
       absl::StatusOr<DeviceCall> call = TimedDeviceCall(**best);
       if (!call.ok()) return call.status();
       ANVIL_CUDA(call->err);
@@ -111,7 +114,6 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
     ANVIL_RETURN_IF_ERROR(Regenerate());
     for (size_t i = 0; i < algos->size(); ++i) ANVIL_RETURN_IF_ERROR(timed(i, false));
     for (int round = 0; round < kLtTuneRounds; ++round) {
-      ANVIL_RETURN_IF_ERROR(Regenerate());
       for (size_t j = 0; j < algos->size(); ++j) {
         ANVIL_RETURN_IF_ERROR(timed((j + round) % algos->size(), true));
       }
