@@ -17,7 +17,7 @@ namespace anvil::runner {
 namespace {
 
 constexpr size_t kLtWorkspaceBytes = 64ull << 20;  // cuBLASLt baselines' workspace
-constexpr int kLtTuneRounds = 5;  // timed calls per cuBLASLt algorithm when tuning
+constexpr int kLtTuneRounds = 5;  // timed rounds over the cuBLASLt algorithms when tuning
 
 }  // namespace
 
@@ -94,10 +94,9 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
     // every algorithm once in a rotated order, so the GPU's clock and power
     // state move them all alike, each call on fresh inputs as a device-time
     // sample is (what the previous call left in L2 must not decide); the
-    // lowest median wins. The old way
-    // (10 back-to-back calls per algorithm under events, the first launch
-    // included) kept an algorithm 20% slower than the heuristic's first choice
-    // on the H100.
+    // lowest median wins. The old way (10 back-to-back calls per algorithm
+    // under events, the first launch included) kept an algorithm 20% slower
+    // than the heuristic's first choice on the H100.
     std::vector<bool> runs(algos->size(), true);
     std::vector<std::vector<double>> us(algos->size());
     auto timed = [&](size_t i, bool keep) -> absl::Status {
