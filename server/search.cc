@@ -36,11 +36,17 @@ struct ProblemState {
   std::set<std::string> measured_knobs;  // ConfigKey()s passed on it, under any source
   int tried = 0;
   double baseline_us = 0;          // best baseline, by the search's figure
-  double best_us = std::numeric_limits<double>::infinity();
+  double best_us = std::numeric_limits<double>::infinity();  // the fastest measurement's
   std::string best_id;             // candidate id
-  int64_t best_measurement = 0;
   bool best_verified = false;
+  // The verify stage's re-measurement of best_id: what is reported.
+  double verified_us = 0;
+  double verified_baseline_us = 0;
+  // The search's view (selects the best): biased low, the fastest of many.
   double Speedup() const { return best_id.empty() || best_us <= 0 ? 0 : baseline_us / best_us; }
+  double VerifiedSpeedup() const {
+    return !best_verified || verified_us <= 0 ? 0 : verified_baseline_us / verified_us;
+  }
 };
 
 class Search {
@@ -49,7 +55,10 @@ class Search {
          const std::string& job_id, KernelWorker& worker, Store& store,
          const SearchOptions& options, const ProgressFn& progress)
       : seeds_(seeds), job_id_(job_id), worker_(worker), store_(store), options_(options),
-        progress_(progress), model_(options.device), start_(Clock::now()) {
+        progress_(progress), model_(options.device), start_(Now()),
+        stage_deadline_(options.seeds_only ? options.budget_seconds
+                                           : options.budget_seconds *
+                                                 (1 - std::clamp(options.evolve_share, 0.0, 1.0))) {
     for (const ShapeSpec& s : problems) {
       ProblemState p;
       p.spec = s;
@@ -117,6 +126,7 @@ class Search {
       if (absl::Status st = Execute(ScreenPlan()); !st.ok()) return st;
       stage_ = "widen";
       if (absl::Status st = Execute(WidenPlan()); !st.ok()) return st;
+      stage_deadline_ = options_.budget_seconds;
       for (int g = 1; g <= options_.generations && !OverBudget(); ++g) {
         stage_ = absl::StrCat("evolve-", g);
         std::map<Config*, std::vector<ProblemState*>> evolve = EvolvePlan();
@@ -133,12 +143,14 @@ class Search {
       v1::ProblemProgress pp;
       *pp.mutable_problem() = p.problem;
       pp.set_candidates_tried(p.tried);
-      if (p.best_verified) {
+      if (p.best_verified) {  // the figures of its fresh re-measurement
         pp.set_best_candidate_id(p.best_id);
-        pp.set_best_us(p.best_us);
-        pp.set_speedup(p.Speedup());
+        pp.set_best_us(p.verified_us);
+        pp.set_speedup(p.VerifiedSpeedup());
+        pp.set_best_baseline_us(p.verified_baseline_us);
+      } else {
+        pp.set_best_baseline_us(p.baseline_us);
       }
-      pp.set_best_baseline_us(p.baseline_us);
       (void)store_.UpdateJobProblem(job_id_, pp);
       result_.problems.push_back(pp);
     }
@@ -154,16 +166,27 @@ class Search {
     return out;
   }
 
-  double Seconds() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  Clock::time_point Now() const { return options_.clock ? options_.clock() : Clock::now(); }
+  double Seconds() const { return std::chrono::duration<double>(Now() - start_).count(); }
+  // Whether the current stage must stop: the whole budget is spent, or stages
+  // 0-2 have spent theirs (the rest is the evolve stage's).
   bool OverBudget() {
-    if (Seconds() < options_.budget_seconds) return false;
-    if (!result_.budget_exhausted) {
-      progress_(absl::StrFormat("budget of %.0f s spent: stopping the search (rerun to resume)",
-                                options_.budget_seconds));
+    const double s = Seconds();
+    if (s >= options_.budget_seconds) {
+      if (!result_.budget_exhausted) {
+        progress_(absl::StrFormat("budget of %.0f s spent: stopping the search (rerun to resume)",
+                                  options_.budget_seconds));
+      }
+      result_.budget_exhausted = true;
+      return true;
     }
-    result_.budget_exhausted = true;
+    if (s < stage_deadline_) return false;
+    if (!stages_cut_) {
+      progress_(absl::StrFormat("[%s] %.0f s of the %.0f s budget spent: the rest is the evolve "
+                                "stage's (a rerun resumes this stage)",
+                                stage_, s, options_.budget_seconds));
+    }
+    stages_cut_ = true;
     return true;
   }
 
@@ -231,7 +254,7 @@ class Search {
           if (c.ok()) it->second = *c;
         }
         ++resumed_;
-        Record(p, it->second ? &*it->second : nullptr, m.measurement, m.id, /*fresh=*/false);
+        Record(p, it->second ? &*it->second : nullptr, m.measurement, /*fresh=*/false);
       }
     }
     return absl::OkStatus();
@@ -267,8 +290,7 @@ class Search {
   }
 
   // Takes one measurement into the problem's state and the cost model.
-  void Record(ProblemState& p, const v1::Candidate* c, const v1::Measurement& m, int64_t id,
-              bool fresh) {
+  void Record(ProblemState& p, const v1::Candidate* c, const v1::Measurement& m, bool fresh) {
     p.measured.insert(m.candidate_id());
     ++p.tried;
     const bool passed = m.verdict() == v1::VERDICT_PASSED;
@@ -276,18 +298,19 @@ class Search {
       // The speedup pairs a kernel with the baselines timed in its own
       // process: cuBLAS's figure moves between runs (power and clocks).
       const double us = FigureUs(m.timings(), options_.figure);
-      // A kernel re-measured in the verify stage keeps its first figure;
-      // verification only promotes it.
+      // A best's later measurements (its re-checks) leave its selection
+      // figure alone; the verified one (the verify stage's re-measurement)
+      // gives the figures reported.
       if (m.candidate_id() == p.best_id) {
-        p.best_verified |= m.verified();
+        if (m.verified()) Verified(p, m);
       } else if (us > 0 && us < p.best_us) {
         const double before = p.Speedup();
         if (fresh && us < p.best_us * 0.995) ++improved_;
         p.best_us = us;
         p.baseline_us = BestBaselineUs(m, options_.figure);
         p.best_id = m.candidate_id();
-        p.best_measurement = id;
-        p.best_verified = m.verified();
+        p.best_verified = false;
+        if (m.verified()) Verified(p, m);
         if (fresh) {
           progress_(absl::StrFormat("[%s] %-22s %.3fx -> %.3fx  %s  (%.2f us; best baseline %.2f us)",
                                     stage_, p.name, before, p.Speedup(), c ? c->name() : m.candidate_id(),
@@ -307,6 +330,12 @@ class Search {
       model_.Observe({f->name, params, p.spec.shape, e->us,
                       passed ? m.timings().device().median_us() : 0.0});
     }
+  }
+
+  void Verified(ProblemState& p, const v1::Measurement& m) {
+    p.best_verified = true;
+    p.verified_us = FigureUs(m.timings(), options_.figure);
+    p.verified_baseline_us = BestBaselineUs(m, options_.figure);
   }
 
   // Builds what is not built (in parallel), then measures each configuration
@@ -335,9 +364,9 @@ class Search {
         building.push_back(c);
       }
     }
-    const Clock::time_point b0 = Clock::now();
+    const Clock::time_point b0 = Now();
     std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
-    result_.build_seconds += std::chrono::duration<double>(Clock::now() - b0).count();
+    result_.build_seconds += std::chrono::duration<double>(Now() - b0).count();
     for (size_t i = 0; i < builds.size(); ++i) {
       if (!builds[i].ok()) return builds[i].status();
       building[i]->build = *builds[i];
@@ -364,15 +393,14 @@ class Search {
         }
       }
       if (shapes.empty()) continue;
-      const Clock::time_point m0 = Clock::now();
+      const Clock::time_point m0 = Now();
       absl::StatusOr<CandidateOutcome> out = worker_.Measure(c->candidate, *c->build, shapes, &store_, job_id_);
-      result_.measure_seconds += std::chrono::duration<double>(Clock::now() - m0).count();
+      result_.measure_seconds += std::chrono::duration<double>(Now() - m0).count();
       if (!out.ok()) return out.status();
       if (problems_.front().problem.gpu().empty() && worker_.runner_info()) SetProblemKeys();
       for (size_t j = 0; j < out->measurements.size() && j < targets.size(); ++j) {
         ++result_.measurements;
-        const int64_t id = j < out->measurement_ids.size() ? out->measurement_ids[j] : 0;
-        Record(*targets[j], &c->candidate, out->measurements[j], id, /*fresh=*/true);
+        Record(*targets[j], &c->candidate, out->measurements[j], /*fresh=*/true);
       }
       bool all_failed = !out->measurements.empty();
       for (const v1::Measurement& m : out->measurements) all_failed &= m.verdict() != v1::VERDICT_PASSED;
@@ -611,10 +639,12 @@ class Search {
             worker_.Measure(c.candidate, *c.build, {p.spec.shape}, &store_, job_id_);
         if (!again.ok()) return again.status();
         if (!again->measurements.empty() &&
-            again->measurements[0].verdict() == v1::VERDICT_PASSED) {
-          if (absl::Status st = store_.MarkVerified(p.best_measurement); !st.ok()) return st;
-          p.best_verified = true;
-          progress_(absl::StrFormat("[verify] %-22s %s verified: %.3fx", p.name, c.candidate.name(), p.Speedup()));
+            again->measurements[0].verdict() == v1::VERDICT_PASSED && !again->measurement_ids.empty()) {
+          // The re-measurement is the one marked verified, and reported.
+          if (absl::Status st = store_.MarkVerified(again->measurement_ids[0]); !st.ok()) return st;
+          Verified(p, again->measurements[0]);
+          progress_(absl::StrFormat("[verify] %-22s %s verified: %.3fx re-measured (%.3fx when selected)",
+                                    p.name, c.candidate.name(), p.VerifiedSpeedup(), p.Speedup()));
           break;
         }
         progress_(absl::StrCat("[verify] ", p.name, " ", c.candidate.name(), " failed its re-check: ",
@@ -623,16 +653,19 @@ class Search {
         std::string failed = p.best_id;
         p.best_id.clear();
         p.best_us = std::numeric_limits<double>::infinity();
-        for (const StoredMeasurement& m : History(p)) {
+        p.best_verified = false;
+        const std::vector<StoredMeasurement> history = History(p);
+        for (const StoredMeasurement& m : history) {
           const v1::Measurement& x = m.measurement;
           if (x.verdict() == v1::VERDICT_PASSED && x.candidate_id() != failed &&
               FigureUs(x.timings(), options_.figure) < p.best_us && CurrentId(x.candidate_id())) {
             p.best_us = FigureUs(x.timings(), options_.figure);
             p.baseline_us = BestBaselineUs(x, options_.figure);
             p.best_id = x.candidate_id();
-            p.best_measurement = m.id;
-            p.best_verified = x.verified();
           }
+        }
+        for (const StoredMeasurement& m : history) {  // verified before, in an earlier run
+          if (m.measurement.candidate_id() == p.best_id && m.measurement.verified()) Verified(p, m.measurement);
         }
       }
     }
@@ -647,6 +680,8 @@ class Search {
   ProgressFn progress_;
   CostModel model_;
   Clock::time_point start_;
+  double stage_deadline_;   // seconds: stages 0-2 stop here, evolve at the budget
+  bool stages_cut_ = false;
   std::string stage_;
   std::vector<ProblemState> problems_;
   std::map<std::string, Config> configs_;  // by candidate id; stable addresses

@@ -22,9 +22,15 @@
 //   3 evolve  generations of one- and two-knob moves around each problem's
 //             leader (late knobs such as raster order and register split
 //             included), ordered by the refined model, until a generation
-//             improves no problem's best by 0.5% or the budget is spent;
+//             improves no problem's best by 0.5% or the budget is spent.
+//             Stages 0-2 stop at (1 - evolve_share) of the budget, so evolve
+//             always has its share (a kernel edit otherwise sends a whole run
+//             into re-measuring and screening, and late knobs go untried);
 //   4 verify  each problem's fastest correct kernel is re-measured on fresh
 //             inputs in a new runner and promoted (verified) only if it passes.
+//             The figures reported for it are this re-measurement's: the
+//             fastest of many noisy measurements is biased low (the winner's
+//             curse), an independent one is not.
 // Everything measured goes to the store first; a rerun reads the store back
 // (what was measured, the bests, the model's observations) and measures only
 // what is new, so an interrupted search resumes where it stopped. (The GPU
@@ -34,6 +40,7 @@
 #ifndef ANVIL_SERVER_SEARCH_H_
 #define ANVIL_SERVER_SEARCH_H_
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,12 +64,15 @@ struct SearchOptions {
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
   int generations = 6;            // stage 3: at most this many generations
+  double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
   bool seeds_only = false;        // stop after stage 0
   std::string transfer_from;      // a GPU model in the store ("" = none), e.g. "H200"
   int transfer_per_problem = 3;   // its fastest distinct configurations per problem
   DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
+  // The clock the budget is measured on (tests pass a fake one); empty = steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // One point of a problem's search curve: after `tried` candidates measured
@@ -76,7 +86,9 @@ struct CurvePoint {
 };
 
 struct SearchResult {
-  std::vector<v1::ProblemProgress> problems;  // best verified per problem
+  // Best verified per problem, with the figures of its verify re-measurement
+  // (best_us, best_baseline_us, speedup).
+  std::vector<v1::ProblemProgress> problems;
   std::vector<CurvePoint> curve;
   int candidates_built = 0;       // built this run (cache misses and hits)
   int build_failures = 0;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -18,7 +19,8 @@ namespace {
 
 // Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
 // to compile), "measures" with a fixed synthetic time per configuration and
-// shape, and stores like the real one.
+// shape, and stores like the real one. Each measured shape advances its clock
+// by one second.
 class FakeGpuWorkerForTest : public KernelWorker {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
@@ -63,13 +65,16 @@ class FakeGpuWorkerForTest : public KernelWorker {
                               : v1::VERDICT_PASSED);
       if (flaky) m.set_reason("wrong_result");
       if (refused) m.set_reason("returned_error");
-      m.mutable_timings()->mutable_device()->set_median_us(TrueUs(c, s));
+      // A lucky sample: the first measurement reads 40% faster than the kernel runs.
+      const double luck = c.id() == lucky_id && n == 1 ? 0.6 : 1.0;
+      m.mutable_timings()->mutable_device()->set_median_us(TrueUs(c, s) * luck);
       m.mutable_timings()->mutable_warm()->set_median_us(WarmUs(c, s));
       v1::Baseline* b = m.add_baselines();
       b->set_name("cublas");
       b->mutable_timings()->mutable_device()->set_median_us(BaselineUs(s));
       b->mutable_timings()->mutable_warm()->set_median_us(BaselineUs(s) + 2);
       out.measurements.push_back(m);
+      seconds += 1;
     }
     absl::StatusOr<std::vector<int64_t>> ids = store->PutMeasurements(out.measurements, job_id);
     if (!ids.ok()) return ids.status();
@@ -94,7 +99,15 @@ class FakeGpuWorkerForTest : public KernelWorker {
 
   std::map<std::string, int> builds;
   std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
+  // The search's clock (SearchOptions::clock): one second per measured shape.
+  std::chrono::steady_clock::time_point Now() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds)));
+  }
+
+  double seconds = 0;
   std::string flaky_id;  // measures correctly once, then fails
+  std::string lucky_id;  // its first measurement per shape is 40% too fast
   bool refuses_bm64 = false;  // a host-side bug: every BM=64 configuration returns an error
   std::string gpu = "FAKE-GPU";
 
@@ -389,6 +402,99 @@ TEST_F(SearchTest, AWarmFigureSearchMinimisesWarmTime) {
   }
   o.figure = "fastest";
   EXPECT_FALSE(Search(w, *store, o).ok());
+}
+
+TEST_F(SearchTest, ReportsTheWinnersFreshReMeasurementNotItsLuckyOne) {
+  problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
+  std::unique_ptr<Store> probe_store = Open();
+  FakeGpuWorkerForTest probe(TiledTestFamily());
+  absl::StatusOr<SearchResult> honest = Search(probe, *probe_store, SearchOptions());
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  const std::string winner = honest->problems[0].best_candidate_id();
+  const double true_us = honest->problems[0].best_us();
+
+  // The same search on a fresh store, with the winner's first measurement lucky.
+  path_ += ".lucky";
+  std::filesystem::remove(path_);
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(TiledTestFamily());
+  w.lucky_id = winner;
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> r = Search(w, *store, SearchOptions(), &lines);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::ProblemProgress& p = r->problems[0];
+  EXPECT_EQ(p.best_candidate_id(), winner);
+  EXPECT_DOUBLE_EQ(p.best_us(), true_us);  // not 0.6 x
+  EXPECT_DOUBLE_EQ(p.speedup(), p.best_baseline_us() / true_us);
+  bool shown = false;
+  for (const std::string& l : lines) shown |= l.find("re-measured") != std::string::npos;
+  EXPECT_TRUE(shown);
+  // The store's verified row is the re-measurement: what the kernel listings show.
+  absl::StatusOr<std::optional<v1::Kernel>> best = store->BestKernel(p.problem(), "device");
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->candidate().id(), winner);
+  EXPECT_DOUBLE_EQ((*best)->measurement().timings().device().median_us(), true_us);
+  absl::StatusOr<v1::Kernel> k = store->GetKernel(winner, p.problem(), "device");
+  ASSERT_TRUE(k.ok());
+  EXPECT_DOUBLE_EQ(k->measurement().timings().device().median_us(), true_us);
+
+  // A resumed run reads the same figures back without verifying again.
+  FakeGpuWorkerForTest again(TiledTestFamily());
+  absl::StatusOr<SearchResult> resumed = Search(again, *store, SearchOptions());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->problems[0].best_candidate_id(), winner);
+  EXPECT_DOUBLE_EQ(resumed->problems[0].best_us(), true_us);
+  for (const auto& [key, n] : again.measured) EXPECT_NE(std::get<0>(key), winner);
+}
+
+TEST_F(SearchTest, StagesBeforeEvolveLeaveItsShareOfTheBudget) {
+  // Unlimited, to count what stages 0-2 measure.
+  std::unique_ptr<Store> probe_store = Open();
+  FakeGpuWorkerForTest probe(TiledTestFamily());
+  SearchOptions o;
+  o.clock = [&probe] { return probe.Now(); };
+  absl::StatusOr<SearchResult> all = Search(probe, *probe_store, o);
+  ASSERT_TRUE(all.ok()) << all.status();
+  double evolve_starts = 0;
+  for (const CurvePoint& c : all->curve) {
+    if (c.stage.rfind("evolve", 0) == 0) {
+      evolve_starts = c.seconds - 1;
+      break;
+    }
+  }
+  ASSERT_GT(evolve_starts, 20);
+
+  // A budget that stages 0-2 would spend alone.
+  auto evolve_measurements = [&](double share, std::vector<std::string>* lines) {
+    path_ += "x";
+    std::filesystem::remove(path_);
+    std::unique_ptr<Store> store = Open();
+    FakeGpuWorkerForTest w(TiledTestFamily());
+    SearchOptions limited;
+    limited.clock = [&w] { return w.Now(); };
+    limited.budget_seconds = evolve_starts * 0.8;
+    limited.evolve_share = share;
+    absl::StatusOr<SearchResult> r = Search(w, *store, limited, lines);
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->budget_exhausted);
+    int n = 0;
+    for (const CurvePoint& c : r->curve) {
+      const bool evolving = c.stage.rfind("evolve", 0) == 0;
+      n += evolving;
+      // A stage stops between configurations: at most one configuration's shapes late.
+      if (!evolving) {
+        EXPECT_LE(c.seconds, limited.budget_seconds * (1 - share) + 3);
+      }
+    }
+    for (const v1::ProblemProgress& p : r->problems) EXPECT_FALSE(p.best_candidate_id().empty());
+    return n;
+  };
+  EXPECT_EQ(evolve_measurements(0, nullptr), 0);  // evolve starved
+  std::vector<std::string> lines;
+  EXPECT_GE(evolve_measurements(0.4, &lines), 3);
+  bool said = false;
+  for (const std::string& l : lines) said |= l.find("the rest is the evolve stage's") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 }  // namespace
