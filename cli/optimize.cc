@@ -103,6 +103,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   so.seeds_only = a.seeds_only;
   so.transfer_from = a.transfer_from;
   so.figure = a.figure;
+  so.build_chunk = std::max(8, 2 * wo.build_jobs);
   absl::StatusOr<SearchResult> r =
       RunSearch(*seeds, *problems, job_id, **worker, **store, so,
                 [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });

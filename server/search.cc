@@ -339,31 +339,54 @@ class Search {
   }
 
   // Builds what is not built (in parallel), then measures each configuration
-  // on its problems that have not seen it: compile once, measure many.
+  // on its problems that have not seen it: compile once, measure many. The
+  // configurations with the most problems go first, in rounds of
+  // options_.build_chunk builds, so a budget that ends mid-stage leaves at
+  // most one round built and not measured.
   absl::Status Execute(const std::map<Config*, std::vector<ProblemState*>>& plan,
                        bool within_budget = true) {
-    std::vector<Config*> order;
+    std::vector<std::pair<size_t, Config*>> todo;
     for (const auto& [c, ps] : plan) {
-      bool todo = false;
-      for (ProblemState* p : ps) todo |= !p->measured.count(c->candidate.id());
-      if (todo && !c->failed) order.push_back(c);
+      size_t n = 0;
+      for (ProblemState* p : ps) n += !p->measured.count(c->candidate.id());
+      if (n > 0 && !c->failed) todo.emplace_back(n, c);
     }
-    if (order.empty() || (within_budget && OverBudget())) return absl::OkStatus();
-    progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, order.size()));
-    std::vector<v1::Candidate> to_build;
-    std::vector<Config*> building;
-    for (Config* c : order) {
-      if (!c->build) {
-        // A build that failed in an earlier run is not tried again.
-        absl::StatusOr<std::optional<v1::Build>> before = store_.LatestBuild(c->candidate.id());
-        if (before.ok() && *before && (*before)->verdict() != v1::VERDICT_PASSED) {
-          c->failed = true;
-          continue;
-        }
-        to_build.push_back(c->candidate);
-        building.push_back(c);
+    std::stable_sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (todo.empty() || (within_budget && OverBudget())) return absl::OkStatus();
+    progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, todo.size()));
+    const size_t chunk = static_cast<size_t>(std::max(1, options_.build_chunk));
+    for (size_t i = 0; i < todo.size(); i += chunk) {
+      if (i > 0 && within_budget && OverBudget()) break;
+      std::vector<Config*> round;
+      for (size_t j = i; j < std::min(todo.size(), i + chunk); ++j) round.push_back(todo[j].second);
+      if (absl::Status st = Build(round); !st.ok()) return st;
+      for (Config* c : round) {
+        if (c->failed || !c->build) continue;
+        if (within_budget && OverBudget()) break;
+        if (absl::Status st = Measure(*c, plan.at(c)); !st.ok()) return st;
       }
     }
+    progress_(Status());
+    return absl::OkStatus();
+  }
+
+  // Builds those of `cs` not built yet, in parallel; a build that fails (here
+  // or in an earlier run) marks its configuration failed.
+  absl::Status Build(const std::vector<Config*>& cs) {
+    std::vector<v1::Candidate> to_build;
+    std::vector<Config*> building;
+    for (Config* c : cs) {
+      if (c->build) continue;
+      // A build that failed in an earlier run is not tried again.
+      absl::StatusOr<std::optional<v1::Build>> before = store_.LatestBuild(c->candidate.id());
+      if (before.ok() && *before && (*before)->verdict() != v1::VERDICT_PASSED) {
+        c->failed = true;
+        continue;
+      }
+      to_build.push_back(c->candidate);
+      building.push_back(c);
+    }
+    if (to_build.empty()) return absl::OkStatus();
     const Clock::time_point b0 = Now();
     std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
     result_.build_seconds += std::chrono::duration<double>(Now() - b0).count();
@@ -381,36 +404,36 @@ class Search {
         (void)worker_.Measure(building[i]->candidate, *builds[i], {}, &store_, job_id_);
       }
     }
-    for (Config* c : order) {
-      if (c->failed || !c->build) continue;
-      if (within_budget && OverBudget()) break;
-      std::vector<v1::Shape> shapes;
-      std::vector<ProblemState*> targets;
-      for (ProblemState* p : plan.at(c)) {
-        if (!p->measured.count(c->candidate.id())) {
-          shapes.push_back(p->spec.shape);
-          targets.push_back(p);
-        }
-      }
-      if (shapes.empty()) continue;
-      const Clock::time_point m0 = Now();
-      absl::StatusOr<CandidateOutcome> out = worker_.Measure(c->candidate, *c->build, shapes, &store_, job_id_);
-      result_.measure_seconds += std::chrono::duration<double>(Now() - m0).count();
-      if (!out.ok()) return out.status();
-      if (problems_.front().problem.gpu().empty() && worker_.runner_info()) SetProblemKeys();
-      for (size_t j = 0; j < out->measurements.size() && j < targets.size(); ++j) {
-        ++result_.measurements;
-        Record(*targets[j], &c->candidate, out->measurements[j], /*fresh=*/true);
-      }
-      bool all_failed = !out->measurements.empty();
-      for (const v1::Measurement& m : out->measurements) all_failed &= m.verdict() != v1::VERDICT_PASSED;
-      if (all_failed) {
-        progress_(absl::StrCat("[", stage_, "] ", c->candidate.name(), ": ",
-                               v1::Verdict_Name(out->measurements[0].verdict()), " ",
-                               out->measurements[0].reason()));
+    return absl::OkStatus();
+  }
+
+  // Measures a built configuration on those of `targets` that have not seen it.
+  absl::Status Measure(Config& c, const std::vector<ProblemState*>& targets) {
+    std::vector<v1::Shape> shapes;
+    std::vector<ProblemState*> to;
+    for (ProblemState* p : targets) {
+      if (!p->measured.count(c.candidate.id())) {
+        shapes.push_back(p->spec.shape);
+        to.push_back(p);
       }
     }
-    progress_(Status());
+    if (shapes.empty()) return absl::OkStatus();
+    const Clock::time_point m0 = Now();
+    absl::StatusOr<CandidateOutcome> out = worker_.Measure(c.candidate, *c.build, shapes, &store_, job_id_);
+    result_.measure_seconds += std::chrono::duration<double>(Now() - m0).count();
+    if (!out.ok()) return out.status();
+    if (problems_.front().problem.gpu().empty() && worker_.runner_info()) SetProblemKeys();
+    for (size_t j = 0; j < out->measurements.size() && j < to.size(); ++j) {
+      ++result_.measurements;
+      Record(*to[j], &c.candidate, out->measurements[j], /*fresh=*/true);
+    }
+    bool all_failed = !out->measurements.empty();
+    for (const v1::Measurement& m : out->measurements) all_failed &= m.verdict() != v1::VERDICT_PASSED;
+    if (all_failed) {
+      progress_(absl::StrCat("[", stage_, "] ", c.candidate.name(), ": ",
+                             v1::Verdict_Name(out->measurements[0].verdict()), " ",
+                             out->measurements[0].reason()));
+    }
     return absl::OkStatus();
   }
 

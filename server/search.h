@@ -65,6 +65,7 @@ struct SearchOptions {
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
   int generations = 6;            // stage 3: at most this many generations
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
+  int build_chunk = 16;           // builds per round before they are measured (~2x parallel builds)
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
   bool seeds_only = false;        // stop after stage 0

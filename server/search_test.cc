@@ -20,7 +20,7 @@ namespace {
 // Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
 // to compile), "measures" with a fixed synthetic time per configuration and
 // shape, and stores like the real one. Each measured shape advances its clock
-// by one second.
+// by one second, each build by build_seconds.
 class FakeGpuWorkerForTest : public KernelWorker {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
@@ -29,11 +29,13 @@ class FakeGpuWorkerForTest : public KernelWorker {
     std::vector<absl::StatusOr<v1::Build>> out;
     for (const v1::Candidate& c : cs) {
       ++builds[c.id()];
+      seconds += build_seconds;
       v1::Build b;
       b.set_candidate_id(c.id());
       b.set_arch(c.arch());
       const bool bad = c.params().at("BM") == "64" && c.params().at("BN") == "256";
       b.set_verdict(bad ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+      if (!bad) built.insert(c.id());
       if (bad) b.set_error("ptxas: too many resources requested");
       b.set_artifact("/nonexistent/candidate.so");
       out.push_back(b);
@@ -98,6 +100,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   static double BaselineUs(const v1::Shape& s) { return 2.0 * s.m() * s.n() * s.k() / 7e14 * 1e6 + 4; }
 
   std::map<std::string, int> builds;
+  std::set<std::string> built;  // builds that passed
   std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
   // The search's clock (SearchOptions::clock): one second per measured shape.
   std::chrono::steady_clock::time_point Now() const {
@@ -106,6 +109,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   }
 
   double seconds = 0;
+  double build_seconds = 0;
   std::string flaky_id;  // measures correctly once, then fails
   std::string lucky_id;  // its first measurement per shape is 40% too fast
   bool refuses_bm64 = false;  // a host-side bug: every BM=64 configuration returns an error
@@ -495,6 +499,30 @@ TEST_F(SearchTest, StagesBeforeEvolveLeaveItsShareOfTheBudget) {
   bool said = false;
   for (const std::string& l : lines) said |= l.find("the rest is the evolve stage's") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+TEST_F(SearchTest, ABudgetEndingMidStageLeavesAtMostOneRoundOfBuildsUnmeasured) {
+  auto unmeasured = [&](int chunk) {
+    path_ += "c";
+    std::filesystem::remove(path_);
+    std::unique_ptr<Store> store = Open();
+    FakeGpuWorkerForTest w(TiledTestFamily());
+    w.build_seconds = 0.5;
+    SearchOptions o;
+    o.clock = [&w] { return w.Now(); };
+    o.budget_seconds = 40;
+    o.build_chunk = chunk;
+    absl::StatusOr<SearchResult> r = Search(w, *store, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->budget_exhausted);
+    std::set<std::string> measured;
+    for (const auto& [key, n] : w.measured) measured.insert(std::get<0>(key));
+    int n = 0;
+    for (const std::string& id : w.built) n += !measured.count(id);
+    return n;
+  };
+  EXPECT_LE(unmeasured(4), 4);
+  EXPECT_GT(unmeasured(1000), 4);  // one round for the whole stage, as before
 }
 
 }  // namespace
