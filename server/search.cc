@@ -340,7 +340,7 @@ class Search {
 
   // Builds what is not built (in parallel), then measures each configuration
   // on its problems that have not seen it: compile once, measure many. The
-  // configurations with the most problems go first, in rounds of
+  // configurations with the most problems go first (then by id), in rounds of
   // options_.build_chunk builds, so a budget that ends mid-stage leaves at
   // most one round built and not measured.
   absl::Status Execute(const std::map<Config*, std::vector<ProblemState*>>& plan,
@@ -351,7 +351,9 @@ class Search {
       for (ProblemState* p : ps) n += !p->measured.count(c->candidate.id());
       if (n > 0 && !c->failed) todo.emplace_back(n, c);
     }
-    std::stable_sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) {  // deterministic
+      return a.first != b.first ? a.first > b.first : a.second->candidate.id() < b.second->candidate.id();
+    });
     if (todo.empty() || (within_budget && OverBudget())) return absl::OkStatus();
     progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, todo.size()));
     const size_t chunk = static_cast<size_t>(std::max(1, options_.build_chunk));
