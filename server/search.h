@@ -30,7 +30,9 @@
 //             inputs in a new runner and promoted (verified) only if it passes.
 //             The figures reported for it are this re-measurement's: the
 //             fastest of many noisy measurements is biased low (the winner's
-//             curse), an independent one is not.
+//             curse), an independent one is not. The winner reported is the
+//             fastest of the problem's verified re-measurements (the store's
+//             BestKernel rule): an earlier winner may keep its place.
 // Everything measured goes to the store first; a rerun reads the store back
 // (what was measured, the bests, the model's observations) and measures only
 // what is new, so an interrupted search resumes where it stopped. (The GPU

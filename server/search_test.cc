@@ -67,8 +67,8 @@ class FakeGpuWorkerForTest : public KernelWorker {
                               : v1::VERDICT_PASSED);
       if (flaky) m.set_reason("wrong_result");
       if (refused) m.set_reason("returned_error");
-      // A lucky sample: the first measurement reads 40% faster than the kernel runs.
-      const double luck = c.id() == lucky_id && n == 1 ? 0.6 : 1.0;
+      // A lucky sample: the first measurement reads faster than the kernel runs.
+      const double luck = c.id() == lucky_id && n == 1 ? lucky_factor : 1.0;
       m.mutable_timings()->mutable_device()->set_median_us(TrueUs(c, s) * luck);
       m.mutable_timings()->mutable_warm()->set_median_us(WarmUs(c, s));
       v1::Baseline* b = m.add_baselines();
@@ -111,7 +111,8 @@ class FakeGpuWorkerForTest : public KernelWorker {
   double seconds = 0;
   double build_seconds = 0;
   std::string flaky_id;  // measures correctly once, then fails
-  std::string lucky_id;  // its first measurement per shape is 40% too fast
+  std::string lucky_id;  // its first measurement per shape reads lucky_factor x its time
+  double lucky_factor = 0.6;
   bool refuses_bm64 = false;  // a host-side bug: every BM=64 configuration returns an error
   std::string gpu = "FAKE-GPU";
 
@@ -529,6 +530,53 @@ TEST_F(SearchTest, ABudgetCutLeavesAtMostOneRoundOfBuildsUnmeasured) {
   // A run can be cut twice: stages 0-2 at 70% of the budget, evolve at 100%.
   EXPECT_LE(most_in_rounds, 2 * 4);
   EXPECT_GT(most_at_once, 2 * 4);
+}
+
+TEST_F(SearchTest, AnEarlierWinnerWhoseReMeasurementWasFasterStaysTheReportedOne) {
+  problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
+  SearchOptions seeds_only;
+  seeds_only.seeds_only = true;
+  // Probe: the seeds' winner W, then what a full search measures after it.
+  std::unique_ptr<Store> probe_store = Open();
+  FakeGpuWorkerForTest p1(TiledTestFamily()), p2(TiledTestFamily());
+  absl::StatusOr<SearchResult> seeds = Search(p1, *probe_store, seeds_only);
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  const std::string w = seeds->problems[0].best_candidate_id();
+  const double w_us = seeds->problems[0].best_us();
+  ASSERT_TRUE(Search(p2, *probe_store, SearchOptions()).ok());
+  absl::StatusOr<std::vector<StoredMeasurement>> h = probe_store->SearchHistory(seeds->problems[0].problem());
+  ASSERT_TRUE(h.ok());
+  double fastest = 1e30, y_us = 0;
+  std::string y;  // a kernel slower than W that only the full search measures
+  for (const StoredMeasurement& m : *h) {
+    const double us = m.measurement.timings().device().median_us();
+    if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
+    fastest = std::min(fastest, us);
+    if (us > w_us && !p1.measured.count({m.measurement.candidate_id(), "4096x4096x4096", v1::LAYOUT_NT})) {
+      y = m.measurement.candidate_id();
+      y_us = us;
+    }
+  }
+  ASSERT_FALSE(y.empty());
+
+  // Again on a fresh store: W verified by the seeds run, then Y's first
+  // measurement lucky enough to be selected; its re-measurement is slower than W's.
+  path_ += ".again";
+  std::filesystem::remove(path_);
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest a(TiledTestFamily()), b(TiledTestFamily());
+  ASSERT_TRUE(Search(a, *store, seeds_only).ok());
+  b.lucky_id = y;
+  b.lucky_factor = 0.9 * fastest / y_us;
+  absl::StatusOr<SearchResult> r = Search(b, *store, SearchOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Y was selected: measured once (lucky), then re-measured by the verify stage.
+  EXPECT_EQ((b.measured[{y, "4096x4096x4096", v1::LAYOUT_NT}]), 2);
+  EXPECT_EQ(r->problems[0].best_candidate_id(), w);
+  EXPECT_DOUBLE_EQ(r->problems[0].best_us(), w_us);
+  absl::StatusOr<std::optional<v1::Kernel>> best = store->BestKernel(r->problems[0].problem(), "device");
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->candidate().id(), w);
 }
 
 }  // namespace
