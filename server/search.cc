@@ -335,12 +335,18 @@ class Search {
 
   // The winner reported: of the verified re-measurements of today's
   // candidates on the problem, the fastest (the store's BestKernel rule, so a
-  // job and the store name the same kernel). Normally the best just verified;
-  // an earlier winner instead when its re-measurement beat the new one's.
+  // job and the store name the same kernel), leaving out any candidate that
+  // has failed on the problem since. Normally the best just verified; an
+  // earlier winner instead when its re-measurement beat the new one's.
   void FastestVerified(ProblemState& p) {
-    for (const StoredMeasurement& m : History(p)) {
+    const std::vector<StoredMeasurement> history = History(p);
+    const std::set<std::string> failed = Failed(history);
+    for (const StoredMeasurement& m : history) {
       const v1::Measurement& x = m.measurement;
-      if (x.verdict() != v1::VERDICT_PASSED || !x.verified() || !CurrentId(x.candidate_id())) continue;
+      if (x.verdict() != v1::VERDICT_PASSED || !x.verified() || failed.count(x.candidate_id()) ||
+          !CurrentId(x.candidate_id())) {
+        continue;
+      }
       const double us = FigureUs(x.timings(), options_.figure);
       if (us > 0 && (!p.best_verified || us < p.verified_us)) {
         p.best_id = x.candidate_id();
@@ -667,6 +673,9 @@ class Search {
   // promotes it if it passes; a best that fails falls back to the next.
   absl::Status VerifyWinners() {
     for (ProblemState& p : problems_) {
+      // A best that has failed on the problem since it was selected (a flaky
+      // kernel, caught by another re-check) gives way before anything is verified.
+      if (!p.best_id.empty() && Failed(History(p)).count(p.best_id)) FallBack(p);
       for (int attempt = 0; attempt < 3 && !p.best_id.empty() && !p.best_verified; ++attempt) {
         auto it = configs_.find(p.best_id);
         if (it == configs_.end()) {
@@ -697,27 +706,41 @@ class Search {
         }
         progress_(absl::StrCat("[verify] ", p.name, " ", c.candidate.name(), " failed its re-check: ",
                                again->measurements.empty() ? "no result" : again->measurements[0].reason()));
-        // Fall back to the fastest other correct candidate.
-        std::string failed = p.best_id;
-        p.best_id.clear();
-        p.best_us = std::numeric_limits<double>::infinity();
-        p.best_verified = false;
-        const std::vector<StoredMeasurement> history = History(p);
-        for (const StoredMeasurement& m : history) {
-          const v1::Measurement& x = m.measurement;
-          if (x.verdict() == v1::VERDICT_PASSED && x.candidate_id() != failed &&
-              FigureUs(x.timings(), options_.figure) < p.best_us && CurrentId(x.candidate_id())) {
-            p.best_us = FigureUs(x.timings(), options_.figure);
-            p.baseline_us = BestBaselineUs(x, options_.figure);
-            p.best_id = x.candidate_id();
-          }
-        }
-        for (const StoredMeasurement& m : history) {  // verified before, in an earlier run
-          if (m.measurement.candidate_id() == p.best_id && m.measurement.verified()) Verified(p, m.measurement);
-        }
+        FallBack(p);  // the failed re-check is in the store now
       }
     }
     return absl::OkStatus();
+  }
+
+  // The candidates with a failed measurement among `history`.
+  static std::set<std::string> Failed(const std::vector<StoredMeasurement>& history) {
+    std::set<std::string> out;
+    for (const StoredMeasurement& m : history) {
+      if (m.measurement.verdict() != v1::VERDICT_PASSED) out.insert(m.measurement.candidate_id());
+    }
+    return out;
+  }
+
+  // Makes the problem's best the fastest correct candidate of today's sources
+  // that has never failed on it (verified if it was, in an earlier run).
+  void FallBack(ProblemState& p) {
+    p.best_id.clear();
+    p.best_us = std::numeric_limits<double>::infinity();
+    p.best_verified = false;
+    const std::vector<StoredMeasurement> history = History(p);
+    const std::set<std::string> failed = Failed(history);
+    for (const StoredMeasurement& m : history) {
+      const v1::Measurement& x = m.measurement;
+      if (x.verdict() == v1::VERDICT_PASSED && !failed.count(x.candidate_id()) &&
+          FigureUs(x.timings(), options_.figure) < p.best_us && CurrentId(x.candidate_id())) {
+        p.best_us = FigureUs(x.timings(), options_.figure);
+        p.baseline_us = BestBaselineUs(x, options_.figure);
+        p.best_id = x.candidate_id();
+      }
+    }
+    for (const StoredMeasurement& m : history) {
+      if (m.measurement.candidate_id() == p.best_id && m.measurement.verified()) Verified(p, m.measurement);
+    }
   }
 
   const std::vector<SeedFamily>& seeds_;

@@ -146,6 +146,13 @@ class SearchTest : public ::testing::Test {
       if (lines) lines->push_back(l);
     });
   }
+  // Searches 4096x4096x4096 nt alone, with the default options; its winner.
+  v1::ProblemProgress SearchAlone(FakeGpuWorkerForTest& w, Store& store) {
+    problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
+    absl::StatusOr<SearchResult> r = Search(w, store, SearchOptions());
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && !r->problems.empty() ? r->problems[0] : v1::ProblemProgress();
+  }
   std::string path_;
   std::vector<SeedFamily> seeds_;
   std::vector<ShapeSpec> problems_;
@@ -410,13 +417,11 @@ TEST_F(SearchTest, AWarmFigureSearchMinimisesWarmTime) {
 }
 
 TEST_F(SearchTest, ReportsTheWinnersFreshReMeasurementNotItsLuckyOne) {
-  problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
   std::unique_ptr<Store> probe_store = Open();
   FakeGpuWorkerForTest probe(TiledTestFamily());
-  absl::StatusOr<SearchResult> honest = Search(probe, *probe_store, SearchOptions());
-  ASSERT_TRUE(honest.ok()) << honest.status();
-  const std::string winner = honest->problems[0].best_candidate_id();
-  const double true_us = honest->problems[0].best_us();
+  const v1::ProblemProgress honest = SearchAlone(probe, *probe_store);
+  const std::string winner = honest.best_candidate_id();
+  const double true_us = honest.best_us();
 
   // The same search on a fresh store, with the winner's first measurement lucky.
   path_ += ".lucky";
@@ -577,6 +582,28 @@ TEST_F(SearchTest, AnEarlierWinnerWhoseReMeasurementWasFasterStaysTheReportedOne
   absl::StatusOr<std::optional<v1::Kernel>> best = store->BestKernel(r->problems[0].problem(), "device");
   ASSERT_TRUE(best.ok() && best->has_value());
   EXPECT_EQ((*best)->candidate().id(), w);
+}
+
+TEST_F(SearchTest, AVerifiedWinnerThatFailsLaterIsNotReported) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest first(TiledTestFamily());
+  const v1::ProblemProgress before = SearchAlone(first, *store);
+  const std::string w = before.best_candidate_id();
+  // Another worker's re-check of W fails (a flaky kernel).
+  v1::Measurement bad;
+  bad.set_candidate_id(w);
+  *bad.mutable_problem() = before.problem();
+  bad.set_verdict(v1::VERDICT_INCORRECT);
+  bad.set_reason("wrong_result");
+  const std::vector<v1::Measurement> failing = {bad};
+  ASSERT_TRUE(store->PutMeasurements(failing, std::nullopt).ok());
+  FakeGpuWorkerForTest second(TiledTestFamily());
+  absl::StatusOr<SearchResult> again = Search(second, *store, SearchOptions());
+  ASSERT_TRUE(again.ok()) << again.status();
+  // The next fastest takes its place, verified.
+  EXPECT_FALSE(again->problems[0].best_candidate_id().empty());
+  EXPECT_NE(again->problems[0].best_candidate_id(), w);
+  EXPECT_GE(again->problems[0].best_us(), before.best_us());
 }
 
 }  // namespace
