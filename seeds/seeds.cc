@@ -35,7 +35,8 @@ SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
   k.reason = j.value("reason", "");
   const std::string search = j.value("search", "");
   k.late = search == "late";
-  k.searched = search != "off";
+  k.shape = j.value("shape", "");
+  k.searched = search != "off" && k.shape.empty();
   if (j.contains("values")) {
     for (const auto& v : j.at("values")) k.values.push_back(Text(v));
   } else if (j.contains("min")) {
@@ -65,7 +66,15 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
       if (!layout.ok()) return layout.status();
       f.layouts.push_back(*layout);
     }
-    for (const auto& [name, knob] : j.at("knobs").items()) f.knobs.push_back(ParseKnob(name, knob));
+    for (const auto& [name, knob] : j.at("knobs").items()) {
+      f.knobs.push_back(ParseKnob(name, knob));
+      const SeedKnob& k = f.knobs.back();
+      if (!k.shape.empty() && ((k.shape != "M" && k.shape != "N" && k.shape != "K") ||
+                               k.default_value != "0" || !k.values.empty())) {
+        return Malformed(dir, absl::StrCat("knob ", name, ": a shape knob names \"M\", \"N\" or "
+                                           "\"K\", defaults to 0 and lists no values"));
+      }
+    }
     for (const auto& c : j.value("constraints", nlohmann::json::array())) {
       absl::StatusOr<Expr> e = Expr::Parse(c.value("rule", ""));
       if (!e.ok()) return Malformed(dir, e.status().message());
@@ -138,6 +147,11 @@ v1::Candidate MakeSeedCandidate(const SeedFamily& family, v1::Layout layout,
   c.set_proposer("seed");
   for (const SeedKnob& k : family.knobs) (*c.mutable_params())[k.name] = k.default_value;
   for (const auto& [k, v] : params) (*c.mutable_params())[k] = v;
+  // A shape knob left free (0) is not mentioned: a general configuration's
+  // name and build flags read as they did before the family had shape knobs.
+  for (const SeedKnob& k : family.knobs) {
+    if (!k.shape.empty() && c.params().at(k.name) == "0") c.mutable_params()->erase(k.name);
+  }
   AssignCandidateId(c);
   c.set_name(CandidateDisplayName(c));
   return c;

@@ -26,6 +26,10 @@ struct SeedKnob {
   // "off": the search keeps the default (a switch for measuring by hand, e.g.
   // one that moves warm but not device time, which the reward cannot see).
   bool searched = true;
+  // "M", "N" or "K" (seed.json "shape"): the knob fixes that dimension of the
+  // problem at compile time (0, the default, leaves it free). Never enumerated;
+  // the search's specialise stage sets it to one problem's dimension.
+  std::string shape = "";
 };
 
 struct SeedRule {

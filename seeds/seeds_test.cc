@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
 #include "seeds/space.h"
 
 namespace anvil {
@@ -96,6 +100,47 @@ TEST(LoadSeeds, WgmmaRulesFollowTheKernelsLimits) {
   EXPECT_FALSE(legal(v1::LAYOUT_NN, swap));
   swap["EPILOGUE"] = "1";
   EXPECT_FALSE(legal(v1::LAYOUT_NT, swap));
+}
+
+// The Hopper and small-tile families take the problem's shape as constants when
+// specialised; a general configuration's candidate does not mention the shape knobs.
+TEST(MakeSeedCandidate, ShapeKnobsAppearOnlyWhenSpecialised) {
+  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  v1::Shape shape;
+  shape.set_m(12288);
+  shape.set_n(8192);
+  shape.set_k(512);
+  int families = 0;
+  for (const SeedFamily& f : *seeds) {
+    if (!f.searchable) continue;
+    const std::optional<KnobParams> s = Specialise(f, {}, shape);
+    if (!s) continue;
+    ++families;
+    const v1::Candidate general = MakeSeedCandidate(f, v1::LAYOUT_NN);
+    EXPECT_EQ(general.params().count("SHAPE_M"), 0u) << f.name;
+    const v1::Candidate fixed = MakeSeedCandidate(f, v1::LAYOUT_NN, *s);
+    EXPECT_EQ(fixed.params().at("SHAPE_M"), "12288") << f.name;
+    EXPECT_EQ(fixed.params().at("SHAPE_N"), "8192") << f.name;
+    EXPECT_EQ(fixed.params().at("SHAPE_K"), "512") << f.name;
+    EXPECT_NE(fixed.id(), general.id());
+    EXPECT_TRUE(CheckConfig(f, v1::LAYOUT_NN, *s).ok()) << CheckConfig(f, v1::LAYOUT_NN, *s);
+    EXPECT_NE(f.source.find("ANVIL_SHAPE_K"), std::string::npos) << f.name;
+  }
+  EXPECT_EQ(families, 2);  // 02_mma_sync and 03_wgmma_tma
+}
+
+TEST(LoadSeeds, AShapeKnobWithValuesIsMalformed) {
+  const std::string dir = ::testing::TempDir() + "/anvil_shape_knob_seeds";
+  std::filesystem::create_directories(dir + "/01_bad");
+  std::ofstream(dir + "/01_bad/kernel.cu") << "// anvil_gemm\n";
+  std::ofstream(dir + "/01_bad/seed.json")
+      << R"({"layouts": ["nt"], "file": "kernel.cu", "knobs": {"ANVIL_SHAPE_M":)"
+      << R"( {"default": 0, "shape": "M", "values": [0, 64], "reason": "r"}}})";
+  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(dir);
+  ASSERT_FALSE(seeds.ok());
+  EXPECT_NE(seeds.status().message().find("shape knob"), std::string::npos) << seeds.status();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LoadSeeds, MissingDirectoryIsAnError) {

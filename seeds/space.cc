@@ -1,6 +1,7 @@
 #include "seeds/space.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -124,6 +125,11 @@ absl::Status CheckConfig(const SeedFamily& family, v1::Layout layout, const Knob
       return absl::InvalidArgumentError(
           absl::StrCat(family.name, ": ", name, "=", value, " is outside its legal values (", k->reason, ")"));
     }
+    int64_t dim = 0;
+    if (!k->shape.empty() && (!absl::SimpleAtoi(value, &dim) || dim < 0 || dim > INT32_MAX)) {
+      return absl::InvalidArgumentError(absl::StrCat(family.name, ": ", name, "=", value,
+                                                     " is not 0 (any shape) or a dimension"));
+    }
   }
   absl::StatusOr<RuleVars> vars = KnobVars(family, layout, params);
   if (!vars.ok()) return vars.status();
@@ -176,6 +182,28 @@ std::vector<KnobParams> Neighbours(const SeedFamily& family, v1::Layout layout,
     }
   }
   return out;
+}
+
+std::optional<KnobParams> Specialise(const SeedFamily& family, const KnobParams& params,
+                                     const v1::Shape& shape) {
+  KnobParams out = WithDefaults(family, params);
+  bool any = false;
+  for (const SeedKnob& k : family.knobs) {
+    if (k.shape.empty()) continue;
+    any = true;
+    out[k.name] = absl::StrCat(k.shape == "M" ? shape.m() : k.shape == "N" ? shape.n() : shape.k());
+  }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+bool IsSpecialised(const SeedFamily& family, const KnobParams& params) {
+  for (const SeedKnob& k : family.knobs) {
+    if (k.shape.empty()) continue;
+    auto it = params.find(k.name);
+    if (it != params.end() && it->second != "0") return true;
+  }
+  return false;
 }
 
 int64_t ModelTerm(const SeedFamily& family, const RuleVars& vars, const std::string& term,

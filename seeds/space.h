@@ -5,6 +5,7 @@
 #define ANVIL_SEEDS_SPACE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ std::vector<KnobParams> LegalConfigs(const SeedFamily& family, v1::Layout layout
 // shrunk in another keeps its resources).
 std::vector<KnobParams> Neighbours(const SeedFamily& family, v1::Layout layout,
                                    const KnobParams& params);
+
+// `params` built for one problem: every shape knob of the family (seed.json
+// "shape": "M", "N" or "K") set to that dimension of `shape`, the others as
+// given (defaults filled in). nullopt when the family has no shape knobs.
+std::optional<KnobParams> Specialise(const SeedFamily& family, const KnobParams& params,
+                                     const v1::Shape& shape);
+
+// Whether `params` fixes a dimension (the configuration runs one problem only).
+bool IsSpecialised(const SeedFamily& family, const KnobParams& params);
 
 // Value of a cost-model term of the family (seed.json "model"), or `fallback`
 // when the family does not define it or it cannot be evaluated.

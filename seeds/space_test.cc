@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
+
+#include "absl/strings/str_cat.h"
 
 namespace anvil {
 namespace {
@@ -94,6 +97,44 @@ TEST(SearchOff, KnobKeepsItsDefaultButStaysSettable) {
   ASSERT_FALSE(n.empty());
   for (const KnobParams& p : n) EXPECT_EQ(p.at("PDL"), "1");
   EXPECT_TRUE(CheckConfig(f, v1::LAYOUT_NT, {{"PDL", "0"}}).ok());  // by hand: eval --param
+}
+
+// Shape knobs: never enumerated or moved, set only by Specialise, 0 or a dimension.
+TEST(ShapeKnobs, AreSetOnlyBySpecialise) {
+  SeedFamily f = TestFamily();
+  EXPECT_FALSE(Specialise(f, {}, v1::Shape()).has_value());  // no shape knobs: nothing to fix
+  for (const char* d : {"M", "N", "K"}) {
+    SeedKnob k{absl::StrCat("SHAPE_", d), "0", {}, "fixed dimension", false};
+    k.searched = false;
+    k.shape = d;
+    f.knobs.push_back(k);
+  }
+  for (const KnobParams& p : LegalConfigs(f, v1::LAYOUT_NT, true)) EXPECT_FALSE(IsSpecialised(f, p));
+  const KnobParams start = WithDefaults(f, {{"BM", "32"}});
+  for (const KnobParams& p : Neighbours(f, v1::LAYOUT_NT, start)) EXPECT_FALSE(IsSpecialised(f, p));
+
+  v1::Shape shape;
+  shape.set_m(1000);
+  shape.set_n(77);
+  shape.set_k(1234);
+  const std::optional<KnobParams> s = Specialise(f, {{"BM", "32"}}, shape);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->at("SHAPE_M"), "1000");
+  EXPECT_EQ(s->at("SHAPE_N"), "77");
+  EXPECT_EQ(s->at("SHAPE_K"), "1234");
+  EXPECT_EQ(s->at("BM"), "32");
+  EXPECT_EQ(s->at("BN"), "64");  // defaults filled in
+  EXPECT_TRUE(IsSpecialised(f, *s));
+  EXPECT_TRUE(CheckConfig(f, v1::LAYOUT_NT, *s).ok()) << CheckConfig(f, v1::LAYOUT_NT, *s);
+  EXPECT_NE(ConfigKey(f, v1::LAYOUT_NT, *s), ConfigKey(f, v1::LAYOUT_NT, start));
+  // Neighbours of a specialised configuration stay specialised to the same problem.
+  const std::vector<KnobParams> around = Neighbours(f, v1::LAYOUT_NT, *s);
+  ASSERT_FALSE(around.empty());
+  for (const KnobParams& p : around) EXPECT_EQ(p.at("SHAPE_K"), "1234");
+
+  EXPECT_FALSE(CheckConfig(f, v1::LAYOUT_NT, {{"SHAPE_M", "-1"}}).ok());
+  EXPECT_FALSE(CheckConfig(f, v1::LAYOUT_NT, {{"SHAPE_M", "big"}}).ok());
+  EXPECT_FALSE(CheckConfig(f, v1::LAYOUT_NT, {{"SHAPE_M", "4294967296"}}).ok());
 }
 
 TEST(ConfigKey, NamesTheSameKnobsAlikeWithDefaultsFilledIn) {

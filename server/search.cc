@@ -127,6 +127,8 @@ class Search {
       stage_ = "widen";
       if (absl::Status st = Execute(WidenPlan()); !st.ok()) return st;
       stage_deadline_ = options_.budget_seconds;
+      stage_ = "specialise";
+      if (absl::Status st = Execute(SpecialisePlan()); !st.ok()) return st;
       for (int g = 1; g <= options_.generations && !OverBudget(); ++g) {
         stage_ = absl::StrCat("evolve-", g);
         std::map<Config*, std::vector<ProblemState*>> evolve = EvolvePlan();
@@ -583,8 +585,8 @@ class Search {
     std::sort(passed.begin(), passed.end(), ByTimeThenId);
     std::vector<Config*> out;
     for (const auto& [us, c] : passed) {
+      if (out.size() >= n) break;
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      if (out.size() == n) break;
     }
     return out;
   }
@@ -636,6 +638,7 @@ class Search {
     std::map<Config*, std::vector<ProblemState*>> plan;
     for (ProblemState& from : problems_) {
       for (Config* c : Leaders(from, options_.widen_per_problem)) {
+        if (IsSpecialised(*c->family, c->params)) continue;  // runs `from` only
         for (ProblemState& to : problems_) {
           if (&to == &from || to.spec.layout != c->candidate.layout() ||
               to.measured.count(c->candidate.id())) {
@@ -648,6 +651,21 @@ class Search {
             plan[c].push_back(&to);
           }
         }
+      }
+    }
+    return plan;
+  }
+
+  // Each problem's fastest general configurations, specialised to it: built
+  // with the problem's M, N, K as constants (families with shape knobs only).
+  std::map<Config*, std::vector<ProblemState*>> SpecialisePlan() {
+    std::map<Config*, std::vector<ProblemState*>> plan;
+    for (ProblemState& p : problems_) {
+      for (Config* c : Leaders(p, static_cast<size_t>(std::max(0, options_.specialise_per_problem)))) {
+        if (IsSpecialised(*c->family, c->params)) continue;
+        const std::optional<KnobParams> s = Specialise(*c->family, c->params, p.spec.shape);
+        if (!s || !CheckConfig(*c->family, p.spec.layout, *s).ok()) continue;
+        plan[Intern(*c->family, p.spec.layout, *s)].push_back(&p);
       }
     }
     return plan;

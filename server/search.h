@@ -19,11 +19,15 @@
 //   2 widen   successive halving over problems: the leaders of each problem
 //             (top third of what it measured) are measured on the other
 //             problems of their layout where the model gives them a chance;
-//   3 evolve  generations of one- and two-knob moves around each problem's
+//   3 specialise  each problem's fastest general configurations rebuilt for
+//             that problem alone (the family's shape knobs set to its M, N, K:
+//             the kernel reads them as constants), measured there;
+//     evolve  generations of one- and two-knob moves around each problem's
 //             leader (late knobs such as raster order and register split
-//             included), ordered by the refined model, until a generation
-//             improves no problem's best by 0.5% or the budget is spent.
-//             Stages 0-2 stop at (1 - evolve_share) of the budget, so evolve
+//             included; a specialised leader's moves stay specialised),
+//             ordered by the refined model, until a generation improves no
+//             problem's best by 0.5% or the budget is spent.
+//             Stages 0-2 stop at (1 - evolve_share) of the budget, so stage 3
 //             always has its share (a kernel edit otherwise sends a whole run
 //             into re-measuring and screening, and late knobs go untried);
 //   4 verify  each problem's fastest correct kernel is re-measured on fresh
@@ -66,6 +70,7 @@ struct SearchOptions {
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
   int generations = 6;            // stage 3: at most this many generations
+  int specialise_per_problem = 2; // stage 3: general leaders per problem rebuilt for it
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
   int build_chunk = 16;           // builds per round before they are measured (~2x parallel builds)
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest

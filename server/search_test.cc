@@ -61,7 +61,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
       m.set_candidate_id(c.id());
       *m.mutable_problem() = MakeProblem(gpu, "sm_90a", s, c.layout());
       const bool flaky = c.id() == flaky_id && n > 1;
-      const bool refused = refuses_bm64 && c.params().at("BM") == "64";
+      const bool refused = (refuses_bm64 && c.params().at("BM") == "64") || !Fits(c, s);
       m.set_verdict(flaky     ? v1::VERDICT_INCORRECT
                     : refused ? v1::VERDICT_UNSUPPORTED
                               : v1::VERDICT_PASSED);
@@ -91,7 +91,17 @@ class FakeGpuWorkerForTest : public KernelWorker {
   double TrueUs(const v1::Candidate& c, const v1::Shape& s) const {
     KnobParams p(c.params().begin(), c.params().end());
     absl::StatusOr<Estimate> e = Predict(family_, c.layout(), p, s, DeviceModel());
-    return e->us * (p.at("GROUP_M") == "1" ? 0.9 : 1.0);
+    const bool specialised = p.count("SHAPE_K") && p.at("SHAPE_K") != "0";
+    return e->us * (p.at("GROUP_M") == "1" ? 0.9 : 1.0) * (specialised ? specialised_factor : 1.0);
+  }
+  // A configuration specialised to its problem runs specialised_factor x as long
+  // as the general one; on any other shape it refuses to run (anvil_gemm's error).
+  static bool Fits(const v1::Candidate& c, const v1::Shape& s) {
+    for (const auto& [knob, dim] : {std::pair{"SHAPE_M", s.m()}, {"SHAPE_N", s.n()}, {"SHAPE_K", s.k()}}) {
+      auto it = c.params().find(knob);
+      if (it != c.params().end() && it->second != "0" && it->second != absl::StrCat(dim)) return false;
+    }
+    return true;
   }
   // Back to back, a split-K configuration pays its second launch: 5 us more.
   double WarmUs(const v1::Candidate& c, const v1::Shape& s) const {
@@ -114,6 +124,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   std::string lucky_id;  // its first measurement per shape reads lucky_factor x its time
   double lucky_factor = 0.6;
   bool refuses_bm64 = false;  // a host-side bug: every BM=64 configuration returns an error
+  double specialised_factor = 0.95;
   std::string gpu = "FAKE-GPU";
 
  private:
@@ -604,6 +615,63 @@ TEST_F(SearchTest, AVerifiedWinnerThatFailsLaterIsNotReported) {
   EXPECT_FALSE(again->problems[0].best_candidate_id().empty());
   EXPECT_NE(again->problems[0].best_candidate_id(), w);
   EXPECT_GE(again->problems[0].best_us(), before.best_us());
+}
+
+// Stage 3 rebuilds each problem's general leaders with its shape fixed; they
+// are measured on their own problem only, win where they are faster, and
+// evolve moves around a specialised leader stay specialised. A rerun builds
+// none of them again.
+TEST_F(SearchTest, SpecialisesEachProblemsLeadersForItAlone) {
+  seeds_ = {SpecialisableTestFamily()};
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(SpecialisableTestFamily());
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> r = Search(w, *store, SearchOptions(), &lines);
+  ASSERT_TRUE(r.ok()) << r.status();
+  bool announced = false;
+  for (const std::string& l : lines) announced |= l.find("[specialise]") != std::string::npos;
+  EXPECT_TRUE(announced);
+  int specialised = 0;
+  for (const auto& [key, n] : w.measured) {
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(std::get<0>(key));
+    ASSERT_TRUE(c.ok());
+    if (!c->params().count("SHAPE_M")) continue;
+    ++specialised;
+    EXPECT_EQ(absl::StrCat(c->params().at("SHAPE_M"), "x", c->params().at("SHAPE_N"), "x",
+                           c->params().at("SHAPE_K")),
+              std::get<1>(key))
+        << "a specialised configuration measured on another problem";
+  }
+  EXPECT_GE(specialised, static_cast<int>(problems_.size()));
+  for (const v1::ProblemProgress& p : r->problems) {
+    absl::StatusOr<v1::Candidate> best = store->GetCandidate(p.best_candidate_id());
+    ASSERT_TRUE(best.ok());
+    EXPECT_EQ(best->params().count("SHAPE_K"), 1u) << ProblemName(p.problem()) << " " << best->name();
+    absl::StatusOr<std::vector<StoredMeasurement>> h = store->SearchHistory(p.problem());
+    ASSERT_TRUE(h.ok());
+    for (const StoredMeasurement& m : *h) EXPECT_EQ(m.measurement.verdict(), v1::VERDICT_PASSED);
+  }
+
+  FakeGpuWorkerForTest again(SpecialisableTestFamily());
+  ASSERT_TRUE(Search(again, *store, SearchOptions()).ok());
+  for (const std::string& id : again.built) {
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(id);
+    ASSERT_TRUE(c.ok());
+    EXPECT_TRUE(w.built.count(id) == 0 || !c->params().count("SHAPE_K"))
+        << c->name() << " specialised and built again";
+  }
+
+  // Without the stage, nothing is specialised.
+  path_ += ".off.db";
+  std::filesystem::remove(path_);
+  std::unique_ptr<Store> fresh = Open();
+  FakeGpuWorkerForTest plain(SpecialisableTestFamily());
+  SearchOptions off;
+  off.specialise_per_problem = 0;
+  ASSERT_TRUE(Search(plain, *fresh, off).ok());
+  for (const std::string& id : plain.built) {
+    EXPECT_EQ(fresh->GetCandidate(id)->params().count("SHAPE_K"), 0u) << fresh->GetCandidate(id)->name();
+  }
 }
 
 }  // namespace

@@ -29,6 +29,19 @@ inline SeedFamily TiledTestFamily() {
   return f;
 }
 
+// The same family with seed.json's shape knobs (SHAPE_M/N/K: the problem fixed
+// at compile time; 0 = any shape), which only the specialise stage sets.
+inline SeedFamily SpecialisableTestFamily() {
+  SeedFamily f = TiledTestFamily();
+  for (const char* d : {"M", "N", "K"}) {
+    SeedKnob k{std::string("SHAPE_") + d, "0", {}, "fixed dimension", false};
+    k.searched = false;
+    k.shape = d;
+    f.knobs.push_back(k);
+  }
+  return f;
+}
+
 }  // namespace anvil
 
 #endif  // ANVIL_SERVER_TEST_FAMILY_H_

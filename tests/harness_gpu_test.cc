@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
+#include "seeds/space.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
 #include "worker/soak/fixtures.h"
@@ -107,6 +109,32 @@ TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
       }
     }
   }
+}
+
+// A configuration specialised to a problem (the shape knobs set by the search)
+// is checked like any other on its own shape, a tail shape here, and refuses
+// any other shape with an error the harness reports, not a wrong result.
+TEST_F(Harness, SpecialisedSeedsPassOnTheirShapeAndRefuseOthers) {
+  const char* env = std::getenv("ANVIL_SEEDS_DIR");
+  absl::StatusOr<std::vector<SeedFamily>> seeds =
+      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  const v1::Shape own = S(77, 300, 1234);
+  int specialised = 0;
+  for (const SeedFamily& f : *seeds) {
+    const std::optional<KnobParams> params = Specialise(f, {}, own);
+    if (!f.searchable || !params) continue;
+    for (v1::Layout layout : f.layouts) {
+      ++specialised;
+      const v1::Candidate c = MakeSeedCandidate(f, layout, *params);
+      std::vector<v1::Measurement> ms = Measure(c, {own, S(256, 128, 128)});
+      ASSERT_EQ(ms.size(), 2u) << c.name();
+      EXPECT_EQ(ms[0].verdict(), v1::VERDICT_PASSED) << c.name() << ": " << ms[0].reason() << " " << ms[0].detail();
+      EXPECT_EQ(ms[1].verdict(), v1::VERDICT_UNSUPPORTED) << c.name();
+      EXPECT_EQ(ms[1].reason(), "returned_error") << c.name();
+    }
+  }
+  EXPECT_EQ(specialised, 4);  // 02_mma_sync and 03_wgmma_tma, both layouts
 }
 
 // `anvil eval --profile`: GPU counters of one call of the candidate and of the

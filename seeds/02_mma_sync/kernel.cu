@@ -64,6 +64,12 @@
 //                        CTAs running at once share A and B panels in L2
 //   ANVIL_SPLIT_K        K splits, 1 (off), 2, 3, 4, 6, 8, 12, 16
 //   ANVIL_PDL            1: kernels launched as programmatic dependents (below)
+//   ANVIL_SHAPE_M/N/K    0: any shape; otherwise the problem's M, N, K fixed at
+//                        compile time: the kernel reads them and the tile counts
+//                        as constants (nvcc folds the k-loop's trip count, the
+//                        raster's divisions and the tail checks), and anvil_gemm
+//                        returns 5 for any other shape. The search's specialise
+//                        stage sets all three.
 //
 // Host path (lean: it is inside every timed call): integer arithmetic for the
 // grid, at most two cudaLaunchKernelExC calls whose return codes are the error
@@ -113,6 +119,15 @@
 #ifndef ANVIL_PDL
 #define ANVIL_PDL 1
 #endif
+#ifndef ANVIL_SHAPE_M
+#define ANVIL_SHAPE_M 0
+#endif
+#ifndef ANVIL_SHAPE_N
+#define ANVIL_SHAPE_N 0
+#endif
+#ifndef ANVIL_SHAPE_K
+#define ANVIL_SHAPE_K 0
+#endif
 
 namespace {
 
@@ -131,6 +146,9 @@ constexpr int kStages = ANVIL_STAGES;
 constexpr int kGroupM = ANVIL_GROUP_M;
 constexpr int kSplitK = ANVIL_SPLIT_K;
 constexpr bool kPdl = ANVIL_PDL == 1;
+constexpr int kShapeM = ANVIL_SHAPE_M;  // 0: any
+constexpr int kShapeN = ANVIL_SHAPE_N;
+constexpr int kShapeK = ANVIL_SHAPE_K;
 constexpr int kReduceThreads = 128;  // split-K reduction block
 
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -160,6 +178,8 @@ static_assert(kBN % kWarpsN == 0 && kWarpTileN % 16 == 0,
 static_assert(kWarpTileM * kWarpTileN <= 64 * 64,
               "warp tile above 64x64 needs >128 fp32 accumulators per thread: spills");
 static_assert(kStages >= 2 && kStages <= 8, "STAGES: 2..8");
+static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
+              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
 static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 // Register budget (seed.json rule): accumulators + A/B fragments + ~4 per
@@ -381,8 +401,14 @@ __device__ __forceinline__ void store_partial(float* P, int M, int N, int row,
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
     mma_sync_gemm(const __half* __restrict__ A, const __half* __restrict__ B,
-                  __half* __restrict__ C, int M, int N, int K, int tiles_m,
-                  int tiles_n, float* __restrict__ ws, size_t ws_slice, int splits) {
+                  __half* __restrict__ C, int m_arg, int n_arg, int k_arg, int tiles_m_arg,
+                  int tiles_n_arg, float* __restrict__ ws, size_t ws_slice, int splits) {
+  // SHAPE_M/N/K: the problem as constants.
+  const int M = kShapeM > 0 ? kShapeM : m_arg;
+  const int N = kShapeN > 0 ? kShapeN : n_arg;
+  const int K = kShapeK > 0 ? kShapeK : k_arg;
+  const int tiles_m = kShapeM > 0 ? (kShapeM + kBM - 1) / kBM : tiles_m_arg;
+  const int tiles_n = kShapeN > 0 ? (kShapeN + kBN - 1) / kBN : tiles_n_arg;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __half* sA = reinterpret_cast<__half*>(smem_raw);
   __half* sB = sA + kStages * kStageA;
@@ -592,6 +618,10 @@ template <int S>
 int launch(const __half* A, const __half* B, __half* C, int M, int N, int K,
            void* workspace, cudaStream_t stream) {
   if (M < 1 || N < 1 || K < 1) return 1;
+  // SHAPE_M/N/K: built for one problem; any other is refused.
+  if ((kShapeM > 0 && M != kShapeM) || (kShapeN > 0 && N != kShapeN) ||
+      (kShapeK > 0 && K != kShapeK))
+    return 5;
   if (configure_once() != cudaSuccess) return 2;
 
   const long long tiles_m = (M + kBM - 1) / kBM;

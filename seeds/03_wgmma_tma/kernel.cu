@@ -212,6 +212,14 @@
 //   0.65 µs on the H100 (bench/cluster_cost.cu), against 0.07 for the relaxed
 //   start.
 //
+// ---- Shape specialisation (ANVIL_SHAPE_M/N/K) ----------------------------------------
+// A configuration built for one problem: the kernel reads M, N, K and the tile
+// counts as constants instead of its arguments, so nvcc folds the k-loop's trip
+// count (fully unrolled for short K), the tile raster's divisions and the tail
+// checks (gone where the tile divides the shape). anvil_gemm returns 7 for any
+// other shape (the caller's M, N, K; with SWAP_AB the kernel's are swapped).
+// 0 leaves a dimension free; the search's specialise stage sets all three.
+//
 // ---- Persistent tile loop (ANVIL_PERSISTENT=1) ----------------------------------
 // The host launches min(tiles, SMs) CTAs (the SM count of the current device is
 // queried once, function-local static); CTA b processes the tiles
@@ -318,6 +326,8 @@
 //                       becomes the wgmma N side (tiles as narrow as 16)
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
+//   ANVIL_SHAPE_M/N/K   0: any shape; otherwise the problem's M, N, K fixed at
+//                       compile time (see "Shape specialisation")
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
 // name, e.g. -DANVIL_BN=256 -> MMA_64x256x16_F32F16F16_SS).
 
@@ -386,6 +396,15 @@
 #ifndef ANVIL_SWAP_AB
 #define ANVIL_SWAP_AB 0
 #endif
+#ifndef ANVIL_SHAPE_M
+#define ANVIL_SHAPE_M 0
+#endif
+#ifndef ANVIL_SHAPE_N
+#define ANVIL_SHAPE_N 0
+#endif
+#ifndef ANVIL_SHAPE_K
+#define ANVIL_SHAPE_K 0
+#endif
 
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
@@ -423,6 +442,13 @@ constexpr bool kPdl = kPdlMode != 0;
 constexpr int kCluster = ANVIL_CLUSTER;
 constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
 constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
+// SHAPE_M/N/K: the caller's problem (0 = any), and the kernel's view of it
+// (SWAP_AB runs the N x M problem).
+constexpr int kShapeM = ANVIL_SHAPE_M;
+constexpr int kShapeN = ANVIL_SHAPE_N;
+constexpr int kShapeK = ANVIL_SHAPE_K;
+constexpr int kFixM = kSwapAB ? kShapeN : kShapeM;
+constexpr int kFixN = kSwapAB ? kShapeM : kShapeN;
 
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
@@ -503,6 +529,8 @@ static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
               "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
 static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
+static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
+              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
 static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kCluster == 1),
               "SWAP_AB=1: NT only, direct stores (EPILOGUE 0), no SPLIT_REDUCE, no CLUSTER");
 static_assert(kEpilogue >= 0 && kEpilogue <= 2,
@@ -1175,8 +1203,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB,
                    const __grid_constant__ CUtensorMap tmC, int c_tma, __half* __restrict__ C,
-                   int M, int N, int K, int tiles_m, int tiles_n,
+                   int m_arg, int n_arg, int k_arg, int tiles_m_arg, int tiles_n_arg,
                    float* __restrict__ partials, size_t slab) {
+  // SHAPE_M/N/K: the problem as constants (see "Shape specialisation").
+  const int M = kFixM > 0 ? kFixM : m_arg;
+  const int N = kFixN > 0 ? kFixN : n_arg;
+  const int K = kShapeK > 0 ? kShapeK : k_arg;
+  const int tiles_m = kFixM > 0 ? (kFixM + kBM - 1) / kBM : tiles_m_arg;
+  const int tiles_n = kFixN > 0 ? (kFixN + kBN - 1) / kBN : tiles_n_arg;
   extern __shared__ unsigned char smem_raw[];
   // Align the ring to 1024 bytes in the shared address space.
   const uint32_t raw = smem_u32(smem_raw);
@@ -1803,6 +1837,10 @@ extern "C" size_t anvil_workspace_bytes(int M, int N, int K) {
 extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N,
                           int K, void* workspace, cudaStream_t stream) {
   if (M < 1 || N < 1 || K < 1) return 1;
+  // SHAPE_M/N/K: built for one problem; any other is refused.
+  if ((kShapeM > 0 && M != kShapeM) || (kShapeN > 0 && N != kShapeN) ||
+      (kShapeK > 0 && K != kShapeK))
+    return 7;
   // SWAP_AB=1: C^T (N x M) = B (N x K) times A^T, both operands still K-major;
   // the stores write C transposed (store_pair), the split-K slabs likewise.
   if constexpr (kSwapAB) {
