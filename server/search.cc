@@ -93,7 +93,7 @@ class Search {
     int known = 0;
     for (Config* c : seeds_list) {
       for (ProblemState& p : problems_) {
-        if (p.spec.layout != c->candidate.layout()) continue;
+        if (p.spec.layout != c->candidate.layout() || !WorkspaceFits(*c, p)) continue;
         if (!options_.seeds_only && !p.measured.count(c->candidate.id()) &&
             p.measured_knobs.count(ConfigKey(*c->family, c->candidate.layout(), c->params))) {
           ++known;
@@ -191,6 +191,15 @@ class Search {
     }
     stages_cut_ = true;
     return true;
+  }
+
+  // Whether the configuration's split-K partials on the problem stay within the
+  // runner's workspace cap, by the family's model (true when it cannot tell):
+  // a seed suggestion is sent to every problem of its layout, and a split-16
+  // tile on 12288x8192 asks for 6 GiB, which the runner refuses unrun.
+  bool WorkspaceFits(const Config& c, const ProblemState& p) const {
+    absl::StatusOr<Estimate> e = Predict(*c.family, c.candidate.layout(), c.params, p.spec.shape, model_.device());
+    return !e.ok() || e->partial_bytes <= options_.max_workspace_bytes;
   }
 
   // The unique Config for (family, layout, params).

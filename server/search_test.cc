@@ -617,6 +617,26 @@ TEST_F(SearchTest, AVerifiedWinnerThatFailsLaterIsNotReported) {
   EXPECT_GE(again->problems[0].best_us(), before.best_us());
 }
 
+// A seed suggestion whose split-K partials exceed the workspace cap on a problem
+// is not sent there (the runner would refuse it unrun); the others still are.
+TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
+  seeds_[0].suggested.push_back({{"BM", "64"}, {"BN", "64"}, {"SPLIT_K", "16"}});
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(seeds_[0]);
+  SearchOptions o;
+  o.seeds_only = true;
+  // 16 slabs of 256x64 floats fit; 16 of 4096x4096 or 1000x1000 do not.
+  o.max_workspace_bytes = 16.0 * 256 * 64 * 4;
+  ASSERT_TRUE(Search(w, *store, o).ok());
+  std::set<std::string> split_on;
+  for (const auto& [key, n] : w.measured) {
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(std::get<0>(key));
+    ASSERT_TRUE(c.ok());
+    if (c->params().at("SPLIT_K") == "16") split_on.insert(std::get<1>(key));
+  }
+  EXPECT_EQ(split_on, std::set<std::string>{"256x64x12288"});
+}
+
 // Stage 3 rebuilds each problem's general leaders with its shape fixed; they
 // are measured on their own problem only, win where they are faster, and
 // evolve moves around a specialised leader stay specialised. A rerun builds
