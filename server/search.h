@@ -2,9 +2,10 @@
 // families' knobs. Stages, each "compile once, measure many" (a configuration
 // is built once and measured on every shape it is sent to):
 //   0 seeds   every family's default and suggested configurations on every
-//             problem of their layouts, except where the same knobs were
-//             measured under an earlier source of the family (after a seed
-//             edit the carry stage re-measures what matters instead);
+//             problem of their layouts whose split-K workspace fits the cap,
+//             except where the same knobs were measured under an earlier
+//             source of the family (after a seed edit the carry stage
+//             re-measures what matters instead);
 //     carry   each problem's fastest configurations measured here with an
 //             earlier source of their family, measured with today's (a
 //             problem's best is always built from its family's current source);
