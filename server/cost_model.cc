@@ -14,18 +14,11 @@ double Log2Distance(double a, double b) {
   return std::abs(std::log2(std::max(a, 1.0)) - std::log2(std::max(b, 1.0)));
 }
 
-// Over the knobs both set, shape knobs left out: a configuration specialised
-// to a problem is the same kernel as the general one (ShapeDistance counts
-// the problem).
-double KnobDistance(const SeedFamily& family, const KnobParams& a, const KnobParams& b) {
+double KnobDistance(const KnobParams& a, const KnobParams& b) {
   double d = 0;
   for (const auto& [k, va] : a) {
     auto it = b.find(k);
     if (it == b.end() || it->second == va) continue;
-    if (std::any_of(family.knobs.begin(), family.knobs.end(),
-                    [&k](const SeedKnob& s) { return s.name == k && !s.shape.empty(); })) {
-      continue;
-    }
     double x = 0, y = 0;
     if (absl::SimpleAtod(va, &x) && absl::SimpleAtod(it->second, &y)) {
       d += std::max(0.5, Log2Distance(x, y));
@@ -170,11 +163,16 @@ absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout
                                             int k) const {
   absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device_);
   if (!e.ok()) return e;
-  const KnobParams full = WithDefaults(family, params);
+  // Shape knobs left out of the comparison: a configuration specialised to a
+  // problem is the general one's kernel (ShapeDistance counts the problem).
+  KnobParams full = WithDefaults(family, params);
+  for (const SeedKnob& k : family.knobs) {
+    if (!k.shape.empty()) full.erase(k.name);
+  }
   std::vector<std::pair<double, double>> near;  // (distance, log ratio)
   for (const Observation& o : observations_) {
     if (o.family != family.name || o.measured_us <= 0 || o.predicted_us <= 0) continue;
-    double d = KnobDistance(family, full, o.params) + ShapeDistance(shape, o.shape);
+    double d = KnobDistance(full, o.params) + ShapeDistance(shape, o.shape);
     near.emplace_back(d, std::log(o.measured_us / o.predicted_us));
   }
   if (near.empty()) return e;

@@ -753,10 +753,6 @@ __device__ __forceinline__ void wgmma_issue(uint64_t da, uint64_t db, float (&d)
   GmmaAtom::fma(da, db, d[I]..., gmma::ScaleOut::One);
 }
 
-// pairs_ok: N is even and C is 4-byte aligned, so (row, even col) pairs are
-// 4-byte aligned and can be stored as one half2.
-// SWAP_AB=1: the kernel's M x N product is C transposed, so (row, col) goes to
-// C[col * M + row] (C has M columns), one element at a time.
 [[maybe_unused]] __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -772,6 +768,10 @@ __device__ __forceinline__ void stg_b32(void* p, uint32_t v) {
   asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(v0), "f"(v1) : "memory");
 }
 
+// pairs_ok: N is even and C is 4-byte aligned, so (row, even col) pairs are
+// 4-byte aligned and can be stored as one half2.
+// SWAP_AB=1: the kernel's M x N product is C transposed, so (row, col) goes to
+// C[col * M + row] (C has M columns), one element at a time.
 __device__ __forceinline__ void store_pair(__half* C, int M, int N, int row, int col,
                                            float v0, float v1, bool pairs_ok) {
   if (row >= M) return;
