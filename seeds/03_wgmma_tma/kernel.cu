@@ -297,6 +297,15 @@
 // positions only after every earlier position was waited on, so no slot is ever
 // a full phase ahead of its waiter; and each slot use is read and released by one
 // consumer, hence empty[s] counts 4 arrivals.
+// A consumer holds a whole tile's accumulators: up to 192 per thread (128x192),
+// which ptxas allocates within the consumers' setmaxnreg count (see the rule).
+// With EPILOGUE=2 the consumers share one BM x BN staging buffer: the epilogues
+// of tiles i and i + 1 are the two consumers', one after the other, so tile
+// i > 0's epilogue first waits on named barrier 6 + c (160 threads: its 128 and
+// warp 0 of the other consumer), which the other consumer's warp 0 arrives on
+// once its thread 0 has seen tile i - 1's TMA stores read the buffer
+// (wait_group.read). That wait overlaps the waiting for its next turn, and the
+// buffer saved is a ring stage at 128x192 (4 stages instead of 3).
 //
 // Knobs (seed.json has the ranges and the hardware reason for each rule):
 //   ANVIL_BM            CTA tile rows: 64*CONSUMERS or 128*CONSUMERS (each consumer
@@ -477,9 +486,12 @@ constexpr int kTmaBoxCols = kBN % 64 == 0 ? 64 : kBN % 32 == 0 ? 32 : 16;
 constexpr int kTmaBoxBytes = kWgRows * kTmaBoxCols * 2;
 constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
 constexpr int kWgTmaStagingBytes = kWgRows * kBN * 2;
-// Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers.
+// Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers;
+// in pingpong one buffer, which the consumers' alternate epilogues hand over.
+constexpr bool kSharedTmaStaging = kPingpong && kEpilogue == 2;
 constexpr int kOwnTmaStagingBytes =
-    kPersistent && kEpilogue == 2 ? kConsumers * kWgTmaStagingBytes : 0;
+    kPersistent && kEpilogue == 2 ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
+                                  : 0;
 // SPLIT_REDUCE=1: a split's fp32 partial tile, BM rows x kRedPitch floats, in the ring.
 constexpr int kRedPitch = kBN + 8;
 constexpr int kRedBytes = kBM * kRedPitch * 4;
@@ -498,8 +510,12 @@ static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
               "BN: multiple of 16 in 16..256 (wgmma N, TMA box <= 256)");
 static_assert(kNT || kBN % 64 == 0,
               "NN: BN must be a multiple of 64 (128B-swizzle box is 64 halfs wide in N)");
-static_assert(kMTiles * kAcc <= 128,
-              "more than 128 fp32 accumulators per consumer thread: wgmma serialises/spills");
+// ptxas allocates a consumer's registers up to its setmaxnreg.inc count, not the
+// launch's 168: 192 accumulators compile without spills at 224 (and spill, with
+// the wgmmas serialised, at 216).
+static_assert(kMTiles * kAcc <= 128 || (kMTiles * kAcc <= 192 && kMTiles * kAcc + 32 <= kConsumerRegs),
+              "fp32 accumulators per consumer thread: at most 128, or up to 192 with "
+              "CONSUMER_REGS >= accumulators + 32 (fewer spill and serialise the wgmmas)");
 static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
@@ -1329,7 +1345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int c = wg - 1;
     // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
     const uint32_t stage =
-        kEpilogue == 2 ? sTma0 + static_cast<uint32_t>(c * kWgTmaStagingBytes)
+        kEpilogue == 2 ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
                        : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
@@ -1398,7 +1414,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
         consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
-        store_tile(stage, stage_bar, i > 1, &tmC, c_tma, C, M, N, m0, n0, acc);
+        if constexpr (kSharedTmaStaging) {
+          // One TMA staging buffer for both (see "Pingpong"): tile i's epilogue
+          // waits until tile i - 1's stores have read it, and hands it on once its
+          // own stores have.
+          if (i > 0) named_bar_sync(6 + c, 160);
+          store_tile(stage, stage_bar, false, &tmC, c_tma, C, M, N, m0, n0, acc);
+          if (i + 1 < n_local && threadIdx.x % 128 < 32) {
+            if (threadIdx.x % 128 == 0) bulk_wait_read();
+            __syncwarp();
+            named_bar_arrive(6 + (1 - c), 160);
+          }
+        } else {
+          store_tile(stage, stage_bar, i > 1, &tmC, c_tma, C, M, N, m0, n0, acc);
+        }
       }
     } else {
       // Cooperative: both consumers work on every local tile, rows c * kWgRows..;
