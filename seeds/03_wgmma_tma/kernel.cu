@@ -175,7 +175,8 @@
 //   otherwise the call passes c_tma = 0 and the kernel stores the fragments
 //   directly (as EPILOGUE=0). The consumer threads are free as soon as the box
 //   stores are issued: with PERSISTENT=1 the next tile's main loop overlaps the
-//   TMA's writes of this one.
+//   TMA's writes of this one. Pingpong stages 64 rows at a time in one buffer
+//   shared by both consumers (steps 2-4 once per m64 slab; see "Pingpong").
 //
 // ---- Swapped operands (ANVIL_SWAP_AB=1, NT only) ----------------------------------
 // C = A B^T equals (B A^T)^T, and in NT both B (N x K) and A (M x K) are K-major, so
@@ -299,13 +300,15 @@
 // consumer, hence empty[s] counts 4 arrivals.
 // A consumer holds a whole tile's accumulators: up to 192 per thread (128x192),
 // which ptxas allocates within the consumers' setmaxnreg count (see the rule).
-// With EPILOGUE=2 the consumers share one BM x BN staging buffer: the epilogues
-// of tiles i and i + 1 are the two consumers', one after the other, so tile
-// i > 0's epilogue first waits on named barrier 6 + c (160 threads: its 128 and
-// warp 0 of the other consumer), which the other consumer's warp 0 arrives on
-// once its thread 0 has seen tile i - 1's TMA stores read the buffer
-// (wait_group.read). That wait overlaps the waiting for its next turn, and the
-// buffer saved is a ring stage at 128x192 (4 stages instead of 3).
+// With EPILOGUE=2 the consumers share one staging buffer of one m64 slab
+// (64 x BN halfs): an epilogue stages and TMA-stores its tile slab by slab,
+// waiting (wait_group.read) for each slab's stores to have read the buffer before
+// writing the next. The epilogues of tiles i and i + 1 are the two consumers',
+// one after the other, so tile i > 0's epilogue first waits on named barrier
+// 6 + c (160 threads: its 128 and warp 0 of the other consumer), which the other
+// consumer's warp 0 arrives on once its thread 0 has seen tile i - 1's last
+// stores read the buffer. These waits run under the other consumer's main loop;
+// the shared memory saved buys ring stages (128x192: 5 instead of 3).
 //
 // Knobs (seed.json has the ranges and the hardware reason for each rule):
 //   ANVIL_BM            CTA tile rows: 64*CONSUMERS or 128*CONSUMERS (each consumer
@@ -482,13 +485,15 @@ constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 // EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as TMA boxes of kWgRows
 // rows x the widest of 64, 32 or 16 columns that divides BN (128, 64 or 32 bytes,
 // swizzled over the same span), 1024-byte aligned.
-constexpr int kTmaBoxCols = kBN % 64 == 0 ? 64 : kBN % 32 == 0 ? 32 : 16;
-constexpr int kTmaBoxBytes = kWgRows * kTmaBoxCols * 2;
-constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
-constexpr int kWgTmaStagingBytes = kWgRows * kBN * 2;
 // Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers;
-// in pingpong one buffer, which the consumers' alternate epilogues hand over.
+// in pingpong one buffer of one m64 slab (64 x BN), which each epilogue fills and
+// stores slab by slab, and the consumers' alternate epilogues hand over.
 constexpr bool kSharedTmaStaging = kPingpong && kEpilogue == 2;
+constexpr int kTmaSlabRows = kSharedTmaStaging ? 64 : kWgRows;  // rows staged at a time
+constexpr int kTmaBoxCols = kBN % 64 == 0 ? 64 : kBN % 32 == 0 ? 32 : 16;
+constexpr int kTmaBoxBytes = kTmaSlabRows * kTmaBoxCols * 2;
+constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
+constexpr int kWgTmaStagingBytes = kTmaSlabRows * kBN * 2;
 constexpr int kOwnTmaStagingBytes =
     kPersistent && kEpilogue == 2 ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
                                   : 0;
@@ -1061,32 +1066,42 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
     return;
   }
   const bool leader = threadIdx.x % 128 == 0;
-  if (reuse) {
-    if (leader) bulk_wait_read();
-    named_bar_sync(bar, 128);
-  }
   constexpr int kRowBytesC = kTmaBoxCols * 2;  // a box row: 128, 64 or 32 bytes
-  for_each_fragment(0, 0, [&](int mt, int j, int r, int q) {
-    // Column q (even) of row r: box q / kTmaBoxCols, 16-byte chunk (q % kTmaBoxCols) / 8
-    // XOR the row's 128-byte line index (r * kRowBytesC / 128) modulo the chunks per
-    // row (the TMA's 128/64/32-byte swizzle), 4 bytes per pair. Row r + 8 has the
-    // same XOR (8 rows span 2, 4 or 8 whole lines: a multiple of the modulus).
-    const int chunk =
-        ((q % kTmaBoxCols) / 8) ^ ((r * kRowBytesC / 128) & (kTmaChunks - 1));
-    const uint32_t a = stage + static_cast<uint32_t>((q / kTmaBoxCols) * kTmaBoxBytes +
-                                                     r * kRowBytesC + chunk * 16 + (q % 8) * 2);
-    sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
-    sts_b32(a + 8 * kRowBytesC, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
-  });
-  fence_proxy_async();
-  named_bar_sync(bar, 128);
-  if (leader && row0 < M) {
+  // The rows go out kTmaSlabRows at a time (all at once unless the buffer is
+  // pingpong's one slab); a slab waits until the previous one has been read.
 #pragma unroll
-    for (int b = 0; b < kBN / kTmaBoxCols; ++b)
-      if (n0 + b * kTmaBoxCols < N)
-        tma_store_2d(tmC, stage + static_cast<uint32_t>(b * kTmaBoxBytes), n0 + b * kTmaBoxCols,
-                     row0);
-    bulk_commit();
+  for (int slab = 0; slab < kWgRows / kTmaSlabRows; ++slab) {
+    if (reuse || slab > 0) {
+      if (leader) bulk_wait_read();
+      named_bar_sync(bar, 128);
+    }
+    for_each_fragment(0, 0, [&](int mt, int j, int r, int q) {
+      if (mt * 64 / kTmaSlabRows != slab) return;  // resolved at compile time
+      // Column q (even) of row r: box q / kTmaBoxCols, 16-byte chunk (q % kTmaBoxCols) / 8
+      // XOR the row's 128-byte line index (r * kRowBytesC / 128) modulo the chunks per
+      // row (the TMA's 128/64/32-byte swizzle), 4 bytes per pair. Row r + 8 has the
+      // same XOR (8 rows span 2, 4 or 8 whole lines: a multiple of the modulus), and
+      // so does the slab's row r - slab * 64.
+      const int chunk =
+          ((q % kTmaBoxCols) / 8) ^ ((r * kRowBytesC / 128) & (kTmaChunks - 1));
+      const uint32_t a = stage + static_cast<uint32_t>(
+                                     (q / kTmaBoxCols) * kTmaBoxBytes +
+                                     (r - slab * kTmaSlabRows) * kRowBytesC + chunk * 16 +
+                                     (q % 8) * 2);
+      sts_b32(a, pack_half2(acc[mt][4 * j + 0], acc[mt][4 * j + 1]));
+      sts_b32(a + 8 * kRowBytesC, pack_half2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+    });
+    fence_proxy_async();
+    named_bar_sync(bar, 128);
+    const int slab_row0 = row0 + slab * kTmaSlabRows;
+    if (leader && slab_row0 < M) {
+#pragma unroll
+      for (int b = 0; b < kBN / kTmaBoxCols; ++b)
+        if (n0 + b * kTmaBoxCols < N)
+          tma_store_2d(tmC, stage + static_cast<uint32_t>(b * kTmaBoxBytes),
+                       n0 + b * kTmaBoxCols, slab_row0);
+      bulk_commit();
+    }
   }
 }
 
@@ -1345,7 +1360,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int c = wg - 1;
     // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
     const uint32_t stage =
-        kEpilogue == 2 ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
+        kEpilogue == 2
+            ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
                        : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
@@ -1857,7 +1873,7 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
     constexpr CUtensorMapSwizzle kSwizzleC = kTmaBoxCols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
                                              : kTmaBoxCols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                                  : CU_TENSOR_MAP_SWIZZLE_32B;
-    if (m.c_tma && !make_map(&m.c, c, N, M, N, kTmaBoxCols, kWgRows, kSwizzleC)) return false;
+    if (m.c_tma && !make_map(&m.c, c, N, M, N, kTmaBoxCols, kTmaSlabRows, kSwizzleC)) return false;
     cache.key = key;
     cache.valid = true;
   }
