@@ -137,6 +137,40 @@ TEST_F(Harness, SpecialisedSeedsPassOnTheirShapeAndRefuseOthers) {
   EXPECT_EQ(specialised, 4);  // 02_mma_sync and 03_wgmma_tma, both layouts
 }
 
+// Pingpong consumers holding a whole 128x192 tile (192 accumulators each) and
+// sharing one staging slab for their TMA-store epilogues: shapes with several
+// tiles per CTA (so the consumers alternate and hand the buffer over), tails in
+// every dimension, and N % 8 != 0 (C not TMA-storable: direct stores), in both
+// layouts, in multicast clusters of 2.
+TEST_F(Harness, PingpongWholeTilesWithASharedStagingSlabPass) {
+  const char* env = std::getenv("ANVIL_SEEDS_DIR");
+  absl::StatusOr<std::vector<SeedFamily>> seeds =
+      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  const KnobParams params = {{"BM", "128"},       {"BN", "192"},       {"CONSUMERS", "2"},
+                             {"PERSISTENT", "1"}, {"SCHEDULE", "1"},   {"EPILOGUE", "2"},
+                             {"STAGES", "5"},     {"CLUSTER", "2"},    {"CONSUMER_REGS", "232"}};
+  const std::vector<v1::Shape> shapes = {S(4096, 4096, 128), S(2000, 3000, 72), S(77, 300, 1234),
+                                         S(1000, 1001, 200)};
+  int checked = 0;
+  for (const SeedFamily& f : *seeds) {
+    if (f.name != "03_wgmma_tma") continue;
+    for (v1::Layout layout : f.layouts) {
+      ASSERT_TRUE(CheckConfig(f, layout, params).ok()) << CheckConfig(f, layout, params);
+      const v1::Candidate c = MakeSeedCandidate(f, layout, params);
+      std::vector<v1::Measurement> ms = Measure(c, shapes);
+      ASSERT_EQ(ms.size(), shapes.size()) << c.name();
+      for (const v1::Measurement& m : ms) {
+        EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED)
+            << c.name() << " " << ProblemName(m.problem()) << ": " << m.reason() << " " << m.detail();
+        EXPECT_LE(m.rel_err(), 4.9e-4);
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);  // both layouts
+}
+
 // `anvil eval --profile`: GPU counters of one call of the candidate and of the
 // fastest baseline, after the timing. Every operand byte passes through L2 at
 // least once, and the profiled call's duration is of the order of the timed one.
