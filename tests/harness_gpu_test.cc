@@ -156,7 +156,8 @@ TEST_F(Harness, PingpongWholeTilesWithASharedStagingSlabPass) {
   for (const SeedFamily& f : *seeds) {
     if (f.name != "03_wgmma_tma") continue;
     for (v1::Layout layout : f.layouts) {
-      ASSERT_TRUE(CheckConfig(f, layout, params).ok()) << CheckConfig(f, layout, params);
+      const absl::Status legal = CheckConfig(f, layout, params);
+      ASSERT_TRUE(legal.ok()) << legal;
       const v1::Candidate c = MakeSeedCandidate(f, layout, params);
       std::vector<v1::Measurement> ms = Measure(c, shapes);
       ASSERT_EQ(ms.size(), shapes.size()) << c.name();
