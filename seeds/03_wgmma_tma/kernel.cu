@@ -336,9 +336,6 @@
 //                       through TMA multicast (not with stream-K; see below)
 //   ANVIL_SWAP_AB       1: computes C^T = B A^T (NT only; see below), so a short M
 //                       becomes the wgmma N side (tiles as narrow as 16)
-//   ANVIL_ACC_SETS      1, 2 or 4 accumulator sets per consumer: a k-tile's four
-//                       k16 steps go round-robin to independent sets, summed after
-//                       the main loop (see "Accumulator sets")
 //   ANVIL_PDL           launched as programmatic dependents (see below), the next
 //                       kernel let in at CTA start (1) or after the last load (2); 0: plain
 //   ANVIL_SHAPE_M/N/K   0: any shape; otherwise the problem's M, N, K fixed at
@@ -411,9 +408,6 @@
 #ifndef ANVIL_SWAP_AB
 #define ANVIL_SWAP_AB 0
 #endif
-#ifndef ANVIL_ACC_SETS
-#define ANVIL_ACC_SETS 1
-#endif
 #ifndef ANVIL_SHAPE_M
 #define ANVIL_SHAPE_M 0
 #endif
@@ -460,7 +454,6 @@ constexpr bool kPdl = kPdlMode != 0;
 constexpr int kCluster = ANVIL_CLUSTER;
 constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
 constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
-constexpr int kAccSets = ANVIL_ACC_SETS;
 // SHAPE_M/N/K: the caller's problem (0 = any), and the kernel's view of it
 // (SWAP_AB runs the N x M problem).
 constexpr int kShapeM = ANVIL_SHAPE_M;
@@ -476,8 +469,7 @@ constexpr int kWgRows = kPingpong ? kBM : kBM / kConsumers;
 constexpr int kSlotReaders = kPingpong ? 1 : kConsumers;  // warpgroups reading each slot
 constexpr int kMTiles = kWgRows / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;              // fp32 accumulators per thread per m64 tile
-// Accumulator sets beyond the first (an array of one, unused, with ACC_SETS 1).
-constexpr int kExtraSets = kAccSets > 1 ? kAccSets - 1 : 1;
+
 
 constexpr int kRowBytes = kBK * 2;                  // 128: one swizzle row
 constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
@@ -490,10 +482,9 @@ constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box 
 constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
 constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
-// EPILOGUE=2 staging: each consumer's kWgRows x BN halfs (pingpong: one 64-row slab,
-// below) as TMA boxes of kTmaSlabRows rows x the widest of 64, 32 or 16 columns
-// that divides BN (128, 64 or 32 bytes, swizzled over the same span), 1024-byte
-// aligned.
+// EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as TMA boxes of kWgRows
+// rows x the widest of 64, 32 or 16 columns that divides BN (128, 64 or 32 bytes,
+// swizzled over the same span), 1024-byte aligned.
 // Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers;
 // in pingpong one buffer of one m64 slab (64 x BN), which each epilogue fills and
 // stores slab by slab, and the consumers' alternate epilogues hand over.
@@ -527,12 +518,9 @@ static_assert(kNT || kBN % 64 == 0,
 // ptxas allocates a consumer's registers up to its setmaxnreg.inc count, not the
 // launch's 168: 192 accumulators compile without spills at 224 (and spill, with
 // the wgmmas serialised, at 216).
-constexpr int kAccRegs = kAccSets * kMTiles * kAcc;  // fp32 accumulators per thread
-static_assert(kAccRegs <= 128 || (kAccRegs <= 192 && kAccRegs + 32 <= kConsumerRegs),
-              "fp32 accumulators per consumer thread (all sets): at most 128, or up to 192 "
-              "with CONSUMER_REGS >= accumulators + 32 (fewer spill and serialise the wgmmas)");
-static_assert(kAccSets == 1 || kAccSets == 2 || kAccSets == 4,
-              "ACC_SETS: 1, 2 or 4 (it must divide the BK/16 = 4 k16 steps of a k-tile)");
+static_assert(kMTiles * kAcc <= 128 || (kMTiles * kAcc <= 192 && kMTiles * kAcc + 32 <= kConsumerRegs),
+              "fp32 accumulators per consumer thread: at most 128, or up to 192 with "
+              "CONSUMER_REGS >= accumulators + 32 (fewer spill and serialise the wgmmas)");
 static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
@@ -767,40 +755,6 @@ __device__ __forceinline__ void fence_acc(float (&acc)[kMTiles][kAcc]) {
     for (int i = 0; i < kAcc; ++i) asm volatile("" : "+f"(acc[mt][i])::"memory");
 }
 
-__device__ __forceinline__ void fence_extra(float (&extra)[kExtraSets][kMTiles][kAcc]) {
-  if constexpr (kAccSets > 1)
-#pragma unroll
-    for (int e = 0; e < kExtraSets; ++e) fence_acc(extra[e]);
-}
-
-// Zeroes the accumulator sets before a tile's first k-tile.
-__device__ __forceinline__ void zero_acc(float (&acc)[kMTiles][kAcc],
-                                         float (&extra)[kExtraSets][kMTiles][kAcc]) {
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) {
-      acc[mt][i] = 0.0f;
-      if constexpr (kAccSets > 1)
-#pragma unroll
-        for (int e = 0; e < kExtraSets; ++e) extra[e][mt][i] = 0.0f;
-    }
-}
-
-// After a tile's wgmma_wait<0>: the other sets are added into acc.
-__device__ __forceinline__ void fold_acc(float (&acc)[kMTiles][kAcc],
-                                         float (&extra)[kExtraSets][kMTiles][kAcc]) {
-  if constexpr (kAccSets > 1) {
-    fence_extra(extra);
-#pragma unroll
-    for (int e = 0; e < kExtraSets; ++e)
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) acc[mt][i] += extra[e][mt][i];
-  }
-}
-
 // Matrix descriptor (PTX ISA "matrix-descriptor-format"): bits 0-13 start
 // address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0: every
 // atom we point into is 1024-aligned), 62-63 layout (1 = 128-byte swizzle).
@@ -1007,14 +961,11 @@ __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
 }
 
 // The wgmmas of slot s for the kWgRows rows of the A slice starting at row
-// a_row0 into acc (k16 step kk into set kk % ACC_SETS: acc, then extra); on return
-// this stage's wgmmas are in flight and the previous stage's are complete (its
-// slot may be released).
+// a_row0 into acc; on return this stage's wgmmas are in flight and the previous
+// stage's are complete (its slot may be released).
 __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
-                                          float (&acc)[kMTiles][kAcc],
-                                          float (&extra)[kExtraSets][kMTiles][kAcc]) {
+                                          float (&acc)[kMTiles][kAcc]) {
   fence_acc(acc);
-  fence_extra(extra);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
@@ -1028,19 +979,13 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
     for (int mt = 0; mt < kMTiles; ++mt) {
       const uint32_t a_rows = a_row0 + mt * 64;
       const uint64_t da = make_desc(ring.a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
-      // kk is a constant once unrolled, so the set is chosen at compile time.
-      if (kk % kAccSets == 0)
-        wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
-      else
-        wgmma_issue(da, db, extra[kk % kAccSets - 1][mt], std::make_index_sequence<kAcc>{});
+      wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
     }
   }
   wgmma_commit();
   fence_acc(acc);
-  fence_extra(extra);
   wgmma_wait<1>();
   fence_acc(acc);
-  fence_extra(extra);
 }
 
 // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row
@@ -1273,12 +1218,14 @@ template <typename Fn>
                                                               int a_row0, int turn_done,
                                                               float (&acc)[kMTiles][kAcc]) {
   const int lane = threadIdx.x % 32;
-  float extra[kExtraSets][kMTiles][kAcc];  // the other accumulator sets
-  zero_acc(acc, extra);
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
   int prev_s = 0;  // slot of the previous k-iteration of this tile
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
-    mma_stage(ring, s, a_row0, acc, extra);
+    mma_stage(ring, s, a_row0, acc);
     if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
     prev_s = s;
     if (++s == kStages) {
@@ -1289,7 +1236,6 @@ template <typename Fn>
   if (turn_done >= 0) named_bar_arrive(turn_done, 256);
   wgmma_wait<0>();
   fence_acc(acc);
-  fold_acc(acc, extra);
   // The tile's last k-iteration's slot: its wgmmas are complete, release it now
   // (k_tiles >= 1) so the producer can refill it during the epilogue.
   if (lane == 0) release_slot(ring, prev_s);
@@ -1416,7 +1362,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t stage =
         kEpilogue == 2
             ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
-            : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
+                       : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
     if constexpr (kStreamK) {
@@ -1592,18 +1538,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int row0 = m0 + c * kWgRows;
 
     float acc[kMTiles][kAcc];
-    float extra[kExtraSets][kMTiles][kAcc];  // the other accumulator sets
-    zero_acc(acc, extra);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
 
     for (int i = 0; i < n_kt; ++i) {
       const int s = i % kStages;
       mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-      mma_stage(ring, s, c * kWgRows, acc, extra);
+      mma_stage(ring, s, c * kWgRows, acc);
       if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
     }
     wgmma_wait<0>();
     fence_acc(acc);
-    fold_acc(acc, extra);
     // Multicast clusters: the last slot too, for the producers' exit.
     if (kCluster > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
 
