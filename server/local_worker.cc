@@ -85,7 +85,7 @@ absl::StatusOr<CandidateOutcome> LocalWorker::Measure(const v1::Candidate& candi
       p.set_arch(info_->arch());
       (void)store->PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0});
     }
-    lt_algos_.push_back(std::move(a));
+    MergeTunedAlgo(lt_algos_, std::move(a));
   }
   out.measurements = std::move(ev->measurements);
   for (v1::Measurement& m : out.measurements) {
@@ -107,7 +107,9 @@ void LocalWorker::LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout l
   if (store == nullptr || !info_) return;  // the GPU is known after the first runner
   const std::string version = CublasVersion(*info_);
   for (const v1::Shape& s : shapes) {
-    // Once per problem: afterwards the runner's own tuning fills lt_algos_.
+    // Once per problem: the stored choice goes to the first runner as one more
+    // contender of a new tuning (retune), whose winner replaces it here and in
+    // the store, so a choice that once lost to noise does not stay for good.
     if (!lt_looked_up_.insert(absl::StrCat(ShapeName(s), LayoutName(layout))).second) continue;
     absl::StatusOr<std::optional<LtAlgo>> stored =
         store->GetLtAlgo(MakeProblem(info_->gpu(), info_->arch(), s, layout), version);
@@ -118,6 +120,7 @@ void LocalWorker::LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout l
     a.set_algo((*stored)->algo);
     a.set_cublas_version(version);
     a.set_gpu(info_->gpu());
+    a.set_retune(true);
     lt_algos_.push_back(std::move(a));
   }
 }

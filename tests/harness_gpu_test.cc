@@ -254,6 +254,47 @@ void CheckFolder(const std::string& folder, const std::function<std::vector<v1::
   EXPECT_EQ(ok[0].verdict(), v1::VERDICT_PASSED) << ok[0].reason() << " " << ok[0].detail();
 }
 
+// The autotuned cuBLASLt baseline: with no stored choice the runner tunes and
+// returns its choice; given that choice it times with it and tunes nothing; given
+// it marked retune, it tunes again with the stored choice among the contenders
+// and returns a choice (the stored one or a faster one).
+TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
+  const char* env = std::getenv("ANVIL_SEEDS_DIR");
+  absl::StatusOr<std::vector<SeedFamily>> seeds =
+      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
+  const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
+  absl::StatusOr<v1::Build> b = builder_->Build(c);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
+  const std::vector<v1::Shape> shapes = {S(1000, 1000, 1000)};
+  const auto auto_baseline = [](const Evaluation& ev) {
+    for (const v1::Baseline& x : ev.measurements.at(0).baselines())
+      if (x.name() == "cublaslt_auto") return x;
+    return v1::Baseline();
+  };
+  absl::StatusOr<Evaluation> first = evaluator_->Evaluate(c, *b, shapes, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->tuned.size(), 1u);
+  EXPECT_GE(auto_baseline(*first).algo_index(), 0);
+
+  absl::StatusOr<Evaluation> cached = evaluator_->Evaluate(c, *b, shapes, first->tuned);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_TRUE(cached->tuned.empty());
+  EXPECT_EQ(auto_baseline(*cached).algo_index(), -1);
+  EXPECT_EQ(cached->measurements.at(0).verdict(), v1::VERDICT_PASSED);
+
+  std::vector<v1::LtAlgo> stored = first->tuned;
+  stored[0].set_retune(true);
+  absl::StatusOr<Evaluation> retuned = evaluator_->Evaluate(c, *b, shapes, stored);
+  ASSERT_TRUE(retuned.ok()) << retuned.status();
+  ASSERT_EQ(retuned->tuned.size(), 1u);
+  EXPECT_FALSE(retuned->tuned[0].retune());
+  EXPECT_EQ(retuned->tuned[0].algo().size(), stored[0].algo().size());
+  EXPECT_GE(auto_baseline(*retuned).algo_index(), 0);
+  EXPECT_EQ(retuned->measurements.at(0).verdict(), v1::VERDICT_PASSED);
+}
+
 TEST_F(Harness, BrokenVariantsAreCaughtWithTheRightReason) { CheckFolder("broken", &Harness::Measure); }
 TEST_F(Harness, AdversarialCandidatesAreRejectedOrContained) { CheckFolder("adversarial", &Harness::Measure); }
 

@@ -32,6 +32,15 @@ v1::Measurement FailedMeasurement(const v1::Candidate& c, const v1::Shape& shape
 
 }  // namespace
 
+void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
+  std::erase_if(algos, [&](const v1::LtAlgo& a) {
+    return a.shape().m() == tuned.shape().m() && a.shape().n() == tuned.shape().n() &&
+           a.shape().k() == tuned.shape().k() && a.layout() == tuned.layout() &&
+           a.cublas_version() == tuned.cublas_version();
+  });
+  algos.push_back(std::move(tuned));
+}
+
 struct Evaluator::Attempt {
   std::vector<v1::Measurement> measurements;
   std::vector<v1::LtAlgo> tuned;
@@ -110,7 +119,7 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
     ++out.runner_starts;
     if (a->info) out.info = a->info;
     for (v1::LtAlgo& t : a->tuned) {
-      algos.push_back(t);
+      MergeTunedAlgo(algos, t);  // a restarted runner must not tune it again
       out.tuned.push_back(std::move(t));
     }
     for (v1::Measurement& m : a->measurements) {

@@ -42,12 +42,17 @@ struct Evaluation {
   double seconds = 0;
 };
 
+// Puts a newly tuned choice in `algos`, in place of any earlier one for the same
+// problem and cuBLAS version (a runner uses the first that matches).
+void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
+
 class Evaluator {
  public:
   explicit Evaluator(EvaluatorOptions options)
       : ceilings_(options.ceilings), options_(std::move(options)) {}
 
-  // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices.
+  // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices
+  // (those marked retune are tuned again, themselves among the contenders).
   absl::StatusOr<Evaluation> Evaluate(const v1::Candidate& candidate, const v1::Build& build,
                                       const std::vector<v1::Shape>& shapes,
                                       const std::vector<v1::LtAlgo>& known);
