@@ -26,8 +26,9 @@
 //     evolve  generations of one- and two-knob moves around each problem's
 //             leader (late knobs such as raster order and register split
 //             included; a specialised leader's moves stay specialised),
-//             ordered by the refined model, until a generation improves no
-//             problem's best by 0.5% or the budget is spent.
+//             ordered by the refined model (each generation takes the best
+//             not yet measured), until evolve_patience generations in a row
+//             improve no problem's best by 0.5%, or the budget is spent.
 //             Stages 0-2 stop at (1 - evolve_share) of the budget, so stage 3
 //             always has its share (a kernel edit otherwise sends a whole run
 //             into re-measuring and screening, and late knobs go untried);
@@ -71,6 +72,9 @@ struct SearchOptions {
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
   int generations = 6;            // stage 3: at most this many generations
+  int evolve_patience = 2;        // stage 3: stops after this many generations in a row improve
+                                  // no problem's best by 0.5% (each goes further down the
+                                  // model's ranking of the leaders' neighbours)
   int specialise_per_problem = 2; // stage 3: general leaders per problem rebuilt for it
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
   int build_chunk = 16;           // builds per round before they are measured (~2x parallel builds)

@@ -641,6 +641,45 @@ TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
 // are measured on their own problem only, win where they are faster, and
 // evolve moves around a specialised leader stay specialised. A rerun builds
 // none of them again.
+// Evolve stops after evolve_patience generations in a row improve no problem's
+// best, each generation measuring the leaders' next-ranked neighbours: with
+// patience 1 it stops at the first idle generation, with 3 it goes on.
+TEST_F(SearchTest, EvolveStopsAfterPatienceIdleGenerationsInARow) {
+  const auto last_generation = [](const std::vector<std::string>& lines) {
+    int last = 0;
+    for (const std::string& l : lines) {
+      const size_t at = l.find("[evolve-");
+      if (at != std::string::npos) last = std::max(last, std::atoi(l.c_str() + at + 8));
+    }
+    return last;
+  };
+  SearchOptions o;
+  o.generations = 40;
+  o.evolve_patience = 1;
+  std::vector<std::string> lines1;
+  FakeGpuWorkerForTest w1(TiledTestFamily());
+  std::unique_ptr<Store> store1 = Open();
+  ASSERT_TRUE(Search(w1, *store1, o, &lines1).ok());
+  const int stopped1 = last_generation(lines1);
+  ASSERT_GE(stopped1, 1);
+  ASSERT_LT(stopped1, o.generations) << "patience 1 did not stop on an idle generation";
+
+  store1.reset();
+  std::filesystem::remove(path_);
+  o.evolve_patience = 3;
+  std::vector<std::string> lines3;
+  FakeGpuWorkerForTest w3(TiledTestFamily());
+  std::unique_ptr<Store> store3 = Open();
+  ASSERT_TRUE(Search(w3, *store3, o, &lines3).ok());
+  // The same generations up to the first idle one, then more: two, or fewer where
+  // the leaders' neighbours run out (this family's do after one).
+  EXPECT_GT(last_generation(lines3), stopped1);
+  size_t measured1 = 0, measured3 = 0;
+  for (const auto& [key, n] : w1.measured) measured1 += n;
+  for (const auto& [key, n] : w3.measured) measured3 += n;
+  EXPECT_GT(measured3, measured1);
+}
+
 TEST_F(SearchTest, SpecialisesEachProblemsLeadersForItAlone) {
   seeds_ = {SpecialisableTestFamily()};
   std::unique_ptr<Store> store = Open();
