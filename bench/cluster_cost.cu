@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_check.h"
+
 namespace {
 
 constexpr int kNodes = 50;
@@ -41,15 +43,6 @@ __global__ void __launch_bounds__(384, 1) Probe(int sync, int* out) {
   if (out != nullptr && threadIdx.x == 0) out[blockIdx.x] = static_cast<int>(bars[1]);
   if (sync == kStartAndExit) asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-
-#define CHECK(x)                                                              \
-  do {                                                                        \
-    cudaError_t e = (x);                                                      \
-    if (e != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));            \
-      std::exit(1);                                                           \
-    }                                                                         \
-  } while (0)
 
 // µs per kernel of `ctas` CTAs in clusters of `cluster` (0: no cluster attribute).
 double Time(int ctas, int smem, int cluster, int sync) {

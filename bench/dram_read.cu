@@ -22,19 +22,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_check.h"
+
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kReps = 15;
-
-#define CHECK(x)                                                   \
-  do {                                                             \
-    cudaError_t e = (x);                                           \
-    if (e != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
 
 __global__ void Spin(long long cycles) {
   const long long start = clock64();

@@ -62,6 +62,18 @@ class Harness : public ::testing::Test {
     delete builder_;
     delete scratch_;
   }
+  // The seed families, from ANVIL_SEEDS_DIR or the source tree.
+  static absl::StatusOr<std::vector<SeedFamily>> Seeds() {
+    const char* env = std::getenv("ANVIL_SEEDS_DIR");
+    return LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  }
+  // Builds a candidate that must compile: its build, or why it is not there.
+  static absl::StatusOr<v1::Build> BuildPassing(const v1::Candidate& c) {
+    absl::StatusOr<v1::Build> b = builder_->Build(c);
+    if (b.ok() && b->verdict() != v1::VERDICT_PASSED)
+      return absl::InternalError(absl::StrCat(c.name(), " did not build: ", b->error()));
+    return b;
+  }
   // Builds and measures; the build must pass.
   static std::vector<v1::Measurement> Measure(const v1::Candidate& c,
                                               const std::vector<v1::Shape>& shapes) {
@@ -87,9 +99,7 @@ Evaluator* Harness::profiling_evaluator_ = nullptr;
 v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
 TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
   ASSERT_TRUE(seeds.ok()) << seeds.status();
   std::vector<v1::Shape> shapes = {S(256, 128, 128), S(130, 200, 72), S(77, 300, 1234),
                                    S(1, 1, 1), S(1000, 1000, 1000)};
@@ -115,9 +125,7 @@ TEST_F(Harness, SeedsPassOnAlignedAndTailShapesInBothLayouts) {
 // is checked like any other on its own shape, a tail shape here, and refuses
 // any other shape with an error the harness reports, not a wrong result.
 TEST_F(Harness, SpecialisedSeedsPassOnTheirShapeAndRefuseOthers) {
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
   ASSERT_TRUE(seeds.ok()) << seeds.status();
   const v1::Shape own = S(77, 300, 1234);
   int specialised = 0;
@@ -143,9 +151,7 @@ TEST_F(Harness, SpecialisedSeedsPassOnTheirShapeAndRefuseOthers) {
 // every dimension, and N % 8 != 0 (C not TMA-storable: direct stores), in both
 // layouts, in multicast clusters of 2.
 TEST_F(Harness, PingpongWholeTilesWithASharedStagingSlabPass) {
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
   ASSERT_TRUE(seeds.ok()) << seeds.status();
   const KnobParams params = {{"BM", "128"},       {"BN", "192"},       {"CONSUMERS", "2"},
                              {"PERSISTENT", "1"}, {"SCHEDULE", "1"},   {"EPILOGUE", "2"},
@@ -176,14 +182,11 @@ TEST_F(Harness, PingpongWholeTilesWithASharedStagingSlabPass) {
 // fastest baseline, after the timing. Every operand byte passes through L2 at
 // least once, and the profiled call's duration is of the order of the timed one.
 TEST_F(Harness, CounterProfileOfTheCandidateAndTheFastestBaseline) {
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
   ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
   const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
-  absl::StatusOr<v1::Build> b = builder_->Build(c);
+  absl::StatusOr<v1::Build> b = BuildPassing(c);
   ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
   absl::StatusOr<Evaluation> ev = profiling_evaluator_->Evaluate(c, *b, {S(1024, 1024, 1024)}, {});
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_EQ(ev->measurements.size(), 1u);
@@ -245,9 +248,7 @@ void CheckFolder(const std::string& folder, const std::function<std::vector<v1::
     EXPECT_NE(verdict, "VERDICT_PASSED") << f.name << " was not caught";
   }
   // The GPU is still usable: a correct kernel passes right after.
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Harness::Seeds();
   ASSERT_TRUE(seeds.ok() && !seeds->empty());
   std::vector<v1::Measurement> ok = measure(MakeSeedCandidate(seeds->front(), v1::LAYOUT_NT), {S(64, 64, 64)});
   ASSERT_EQ(ok.size(), 1u);
@@ -259,14 +260,11 @@ void CheckFolder(const std::string& folder, const std::function<std::vector<v1::
 // it marked retune, it tunes again with the stored choice among the contenders
 // and returns a choice (the stored one or a faster one).
 TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
-  const char* env = std::getenv("ANVIL_SEEDS_DIR");
-  absl::StatusOr<std::vector<SeedFamily>> seeds =
-      LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
   ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
   const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
-  absl::StatusOr<v1::Build> b = builder_->Build(c);
+  absl::StatusOr<v1::Build> b = BuildPassing(c);
   ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
   const std::vector<v1::Shape> shapes = {S(1000, 1000, 1000)};
   const auto auto_baseline = [](const Evaluation& ev) {
     for (const v1::Baseline& x : ev.measurements.at(0).baselines())
