@@ -637,10 +637,6 @@ TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
   EXPECT_EQ(split_on, std::set<std::string>{"256x64x12288"});
 }
 
-// Stage 3 rebuilds each problem's general leaders with its shape fixed; they
-// are measured on their own problem only, win where they are faster, and
-// evolve moves around a specialised leader stay specialised. A rerun builds
-// none of them again.
 // Evolve stops after evolve_patience generations in a row improve no problem's
 // best, each generation measuring the leaders' next-ranked neighbours: with
 // patience 1 it stops at the first idle generation, with 3 it goes on.
@@ -680,6 +676,10 @@ TEST_F(SearchTest, EvolveStopsAfterPatienceIdleGenerationsInARow) {
   EXPECT_GT(measured3, measured1);
 }
 
+// Stage 3 rebuilds each problem's general leaders with its shape fixed; they
+// are measured on their own problem only, win where they are faster, and
+// evolve moves around a specialised leader stay specialised. A rerun builds
+// none of them again.
 TEST_F(SearchTest, SpecialisesEachProblemsLeadersForItAlone) {
   seeds_ = {SpecialisableTestFamily()};
   std::unique_ptr<Store> store = Open();
