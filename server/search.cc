@@ -562,12 +562,20 @@ class Search {
     return a.first != b.first ? a.first < b.first : a.second->candidate.id() < b.second->candidate.id();
   }
 
-  static std::string WorkKind(const Config& c) {
+  // A configuration's tile: its family and the CTA tile's rows and columns.
+  static std::string TileOf(const Config& c) {
     absl::StatusOr<RuleVars> v = KnobVars(*c.family, c.candidate.layout(), c.params);
     if (!v.ok()) return c.candidate.id();
     return absl::StrCat(c.family->name, ":", ModelTerm(*c.family, *v, "tile_m", 0), "x",
-                        ModelTerm(*c.family, *v, "tile_n", 0), "/", ModelTerm(*c.family, *v, "split_k", 1),
-                        "/", ModelTerm(*c.family, *v, "variant", 0));
+                        ModelTerm(*c.family, *v, "tile_n", 0));
+  }
+
+  // Its kind of work: the tile, the K split and the variant (e.g. persistent).
+  static std::string WorkKind(const Config& c) {
+    absl::StatusOr<RuleVars> v = KnobVars(*c.family, c.candidate.layout(), c.params);
+    if (!v.ok()) return c.candidate.id();
+    return absl::StrCat(TileOf(c), "/", ModelTerm(*c.family, *v, "split_k", 1), "/",
+                        ModelTerm(*c.family, *v, "variant", 0));
   }
 
   std::map<Config*, std::vector<ProblemState*>> ScreenPlan() {
@@ -580,8 +588,9 @@ class Search {
     return plan;
   }
 
-  // The problem's correct candidates, fastest first, from this run's configs.
-  std::vector<Config*> Leaders(const ProblemState& p, size_t n) {
+  // The problem's correct candidates of today's sources, fastest first, each
+  // once, with its fastest figure.
+  std::vector<std::pair<double, Config*>> Passed(const ProblemState& p) {
     std::vector<std::pair<double, Config*>> passed;
     for (const StoredMeasurement& m : History(p)) {
       if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
@@ -597,10 +606,19 @@ class Search {
       passed.emplace_back(FigureUs(m.measurement.timings(), options_.figure), &it->second);
     }
     std::sort(passed.begin(), passed.end(), ByTimeThenId);
-    std::vector<Config*> out;
+    std::vector<std::pair<double, Config*>> out;
+    std::set<const Config*> seen;
     for (const auto& [us, c] : passed) {
+      if (seen.insert(c).second) out.emplace_back(us, c);
+    }
+    return out;
+  }
+
+  std::vector<Config*> Leaders(const ProblemState& p, size_t n) {
+    std::vector<Config*> out;
+    for (const auto& [us, c] : Passed(p)) {
       if (out.size() >= n) break;
-      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      out.push_back(c);
     }
     return out;
   }
@@ -672,31 +690,64 @@ class Search {
 
   // Each problem's fastest general configurations, specialised to it: built
   // with the problem's M, N, K as constants (families with shape knobs only).
+  // One per tile, its fastest general configuration, within leader_margin of
+  // the problem's best; a tile whose fastest was specialised in an earlier
+  // run counts as done, so a rerun takes the next tiles (on the H100 the two
+  // fastest were often one tile's two variants, and a slightly slower tile of
+  // another family, whose specialisation was worth 12%, went untried).
   std::map<Config*, std::vector<ProblemState*>> SpecialisePlan() {
     std::map<Config*, std::vector<ProblemState*>> plan;
+    const size_t n = static_cast<size_t>(std::max(0, options_.specialise_per_problem));
     for (ProblemState& p : problems_) {
-      for (Config* c : Leaders(p, static_cast<size_t>(std::max(0, options_.specialise_per_problem)))) {
+      const std::vector<std::pair<double, Config*>> passed = Passed(p);
+      std::set<std::string> tiles;
+      size_t taken = 0;
+      for (const auto& [us, c] : passed) {
+        if (taken >= n || us > passed[0].first * options_.leader_margin) break;
         if (IsSpecialised(*c->family, c->params)) continue;
         const std::optional<KnobParams> s = Specialise(*c->family, c->params, p.spec.shape);
         if (!s || !CheckConfig(*c->family, p.spec.layout, *s).ok()) continue;
-        plan[Intern(*c->family, p.spec.layout, *s)].push_back(&p);
+        Config* special = Intern(*c->family, p.spec.layout, *s);
+        if (!tiles.insert(TileOf(*c)).second) continue;
+        if (special->failed || p.measured.count(special->candidate.id())) continue;
+        plan[special].push_back(&p);
+        ++taken;
       }
     }
     return plan;
   }
 
-  // One generation: the neighbours of each problem's leader, best by the
-  // refined model.
+  // One generation: the best neighbours by the refined model of each
+  // problem's leader (evolve_per_problem of them) and of its runners-up of
+  // other tiles within leader_margin (half as many each).
   std::map<Config*, std::vector<ProblemState*>> EvolvePlan() {
     std::map<Config*, std::vector<ProblemState*>> plan;
     for (ProblemState& p : problems_) {
-      std::vector<Config*> lead = Leaders(p, 1);
-      if (lead.empty()) continue;
-      std::vector<std::pair<const SeedFamily*, KnobParams>> around;
-      for (KnobParams& n : Neighbours(*lead[0]->family, p.spec.layout, lead[0]->params)) {
-        around.emplace_back(lead[0]->family, std::move(n));
+      const std::vector<std::pair<double, Config*>> passed = Passed(p);
+      std::vector<Config*> lead;
+      std::set<std::string> tiles;
+      for (const auto& [us, c] : passed) {
+        if (lead.size() > static_cast<size_t>(std::max(0, options_.evolve_runners_up)) ||
+            us > passed[0].first * options_.leader_margin) {
+          break;
+        }
+        if (tiles.insert(TileOf(*c)).second) lead.push_back(c);
       }
-      for (const auto& [us, c] : Rank(p, around, options_.evolve_per_problem, /*diverse=*/false)) plan[c].push_back(&p);
+      std::set<Config*> planned;  // two leaders' neighbourhoods may overlap
+      for (size_t i = 0; i < lead.size(); ++i) {
+        std::vector<std::pair<const SeedFamily*, KnobParams>> around;
+        for (KnobParams& n : Neighbours(*lead[i]->family, p.spec.layout, lead[i]->params)) {
+          around.emplace_back(lead[i]->family, std::move(n));
+        }
+        const size_t keep = i == 0 ? options_.evolve_per_problem : std::max(1, options_.evolve_per_problem / 2);
+        size_t taken = 0;
+        for (const auto& [us, c] : Rank(p, around, keep + planned.size(), /*diverse=*/false)) {
+          if (taken == keep) break;
+          if (!planned.insert(c).second) continue;
+          plan[c].push_back(&p);
+          ++taken;
+        }
+      }
     }
     return plan;
   }

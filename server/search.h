@@ -20,14 +20,17 @@
 //   2 widen   successive halving over problems: the leaders of each problem
 //             (top third of what it measured) are measured on the other
 //             problems of their layout where the model gives them a chance;
-//   3 specialise  each problem's fastest general configurations rebuilt for
-//             that problem alone (the family's shape knobs set to its M, N, K:
-//             the kernel reads them as constants), measured there;
+//   3 specialise  each problem's fastest general configurations of distinct
+//             tiles not yet specialised for it (within leader_margin of its
+//             best), rebuilt for that problem alone (the family's shape knobs
+//             set to its M, N, K: the kernel reads them as constants),
+//             measured there;
 //     evolve  generations of one- and two-knob moves around each problem's
-//             leader (late knobs such as raster order and register split
-//             included; a specialised leader's moves stay specialised),
-//             ordered by the refined model (each generation takes the best
-//             not yet measured), until evolve_patience generations in a row
+//             leader and its runners-up of other tiles within leader_margin
+//             (late knobs such as raster order and register split included; a
+//             specialised leader's moves stay specialised), ordered by the
+//             refined model (each generation takes the best not yet
+//             measured), until evolve_patience generations in a row
 //             improve no problem's best by 0.5%, or the budget is spent.
 //             Stages 0-2 stop at (1 - evolve_share) of the budget, so stage 3
 //             always has its share (a kernel edit otherwise sends a whole run
@@ -76,6 +79,12 @@ struct SearchOptions {
                                   // no problem's best by 0.5% (each goes further down the
                                   // model's ranking of the leaders' neighbours)
   int specialise_per_problem = 2; // stage 3: general leaders per problem rebuilt for it
+  // Stage 3: configurations of other tiles (family and tile size) within this
+  // factor of a problem's best are leaders too: specialised, and evolved with
+  // half of evolve_per_problem each (one noisy measurement must not decide
+  // which tile a problem's evolution explores).
+  double leader_margin = 1.15;
+  int evolve_runners_up = 1;      // stage 3: such runners-up evolved per problem
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
   int build_chunk = 16;           // builds per round before they are measured (~2x parallel builds)
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest

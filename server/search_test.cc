@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/candidate.h"
+#include "seeds/space.h"
 #include "server/test_family.h"
 
 namespace anvil {
@@ -731,6 +733,117 @@ TEST_F(SearchTest, SpecialisesEachProblemsLeadersForItAlone) {
   for (const std::string& id : plain.built) {
     EXPECT_EQ(fresh->GetCandidate(id)->params().count("SHAPE_K"), 0u) << fresh->GetCandidate(id)->name();
   }
+}
+
+// The specialise stage takes each problem's fastest general configuration of
+// each tile, one per tile, and a tile already specialised there counts as done:
+// a rerun specialises the next tiles, not the same tile's other variants.
+TEST_F(SearchTest, SpecialisesOneConfigurationPerTileAndTheNextTilesOnARerun) {
+  seeds_ = {SpecialisableTestFamily()};
+  SearchOptions o;
+  o.generations = 0;         // only the specialise stage makes specialised configurations
+  o.leader_margin = 100;     // every tile is a leader
+  o.specialise_per_problem = 2;
+  // The tiles specialised on each problem by a worker's run.
+  const auto specialised = [&](const FakeGpuWorkerForTest& w, Store& store) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [key, n] : w.measured) {
+      absl::StatusOr<v1::Candidate> c = store.GetCandidate(std::get<0>(key));
+      if (!c.ok() || !c->params().count("SHAPE_M")) continue;
+      out[std::get<1>(key)].push_back(absl::StrCat(c->params().at("BM"), "x", c->params().at("BN")));
+    }
+    return out;
+  };
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest first(SpecialisableTestFamily());
+  ASSERT_TRUE(Search(first, *store, o).ok());
+  const auto run1 = specialised(first, *store);
+  ASSERT_EQ(run1.size(), problems_.size());
+  FakeGpuWorkerForTest second(SpecialisableTestFamily());
+  ASSERT_TRUE(Search(second, *store, o).ok());
+  const auto run2 = specialised(second, *store);
+  for (const auto& [shape, tiles] : run1) {
+    EXPECT_EQ(tiles.size(), 2u) << shape;
+    EXPECT_EQ(std::set<std::string>(tiles.begin(), tiles.end()).size(), tiles.size())
+        << shape << ": one tile specialised twice";
+    auto again = run2.find(shape);
+    if (again == run2.end()) continue;
+    for (const std::string& t : again->second) {
+      // The verify stage may re-check a specialised winner; anything else is a new tile.
+      if (std::find(tiles.begin(), tiles.end(), t) != tiles.end()) continue;
+      EXPECT_EQ(std::count(again->second.begin(), again->second.end(), t), 1) << shape << " " << t;
+    }
+  }
+  size_t new_tiles = 0;
+  for (const auto& [shape, tiles] : run2) {
+    for (const std::string& t : tiles) new_tiles += std::find(run1.at(shape).begin(), run1.at(shape).end(), t) == run1.at(shape).end();
+  }
+  EXPECT_GT(new_tiles, 0u) << "the rerun specialised no new tile";
+}
+
+// Evolve moves around each problem's leader and, with evolve_runners_up, around
+// the fastest configuration of another tile within leader_margin: every move
+// measured is a neighbour of one of the two, and some only of the runner-up's.
+TEST_F(SearchTest, EvolveAlsoMovesAroundTheFastestConfigurationOfAnotherTile) {
+  SearchOptions before;
+  before.generations = 0;
+  before.specialise_per_problem = 0;
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest first(TiledTestFamily());
+  ASSERT_TRUE(Search(first, *store, before).ok());
+
+  // The leaders of each problem now, as the search ranks them (device time).
+  const SeedFamily family = TiledTestFamily();
+  std::map<std::string, std::pair<KnobParams, KnobParams>> leaders;  // shape -> (leader, runner-up)
+  for (const ShapeSpec& s : problems_) {
+    absl::StatusOr<std::vector<StoredMeasurement>> h =
+        store->SearchHistory(MakeProblem(first.gpu, "sm_90a", s.shape, s.layout));
+    ASSERT_TRUE(h.ok());
+    std::vector<std::tuple<double, std::string, KnobParams>> passed;  // ties by id, as the search
+    for (const StoredMeasurement& m : *h) {
+      if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
+      absl::StatusOr<v1::Candidate> c = store->GetCandidate(m.measurement.candidate_id());
+      ASSERT_TRUE(c.ok());
+      passed.emplace_back(m.measurement.timings().device().median_us(), c->id(),
+                          KnobParams(c->params().begin(), c->params().end()));
+    }
+    std::sort(passed.begin(), passed.end());
+    ASSERT_FALSE(passed.empty());
+    const KnobParams& lead = std::get<2>(passed[0]);
+    for (const auto& [us, id, params] : passed) {
+      if (params.at("BM") != lead.at("BM") || params.at("BN") != lead.at("BN")) {
+        leaders[ShapeName(s.shape)] = {lead, params};
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(leaders.empty());
+
+  SearchOptions evolve = before;
+  evolve.screen_per_problem = 0;  // the rerun measures evolve's moves only
+  evolve.widen_per_problem = 0;
+  evolve.generations = 1;
+  evolve.leader_margin = 100;
+  evolve.evolve_runners_up = 1;
+  FakeGpuWorkerForTest second(TiledTestFamily());
+  ASSERT_TRUE(Search(second, *store, evolve).ok());
+  int runner_up_only = 0;
+  for (const auto& [key, n] : second.measured) {
+    if (first.measured.count(key)) continue;  // the GPU-learning measurement, re-checks
+    auto at = leaders.find(std::get<1>(key));
+    if (at == leaders.end()) continue;
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(std::get<0>(key));
+    ASSERT_TRUE(c.ok());
+    const KnobParams moved = WithDefaults(family, KnobParams(c->params().begin(), c->params().end()));
+    const auto is_neighbour = [&](const KnobParams& of) {
+      const std::vector<KnobParams> around = Neighbours(family, std::get<2>(key), of);
+      return std::find(around.begin(), around.end(), moved) != around.end();
+    };
+    const bool of_leader = is_neighbour(at->second.first), of_runner_up = is_neighbour(at->second.second);
+    EXPECT_TRUE(of_leader || of_runner_up) << std::get<1>(key) << " " << c->name();
+    runner_up_only += of_runner_up && !of_leader;
+  }
+  EXPECT_GT(runner_up_only, 0) << "no move around a runner-up of another tile";
 }
 
 }  // namespace
