@@ -719,7 +719,7 @@ class Search {
 
   // One generation: the best neighbours by the refined model of each
   // problem's leader (evolve_per_problem of them) and of its runners-up of
-  // other tiles within leader_margin (half as many each).
+  // other tiles within leader_margin (half as many each, one per kind of work).
   std::map<Config*, std::vector<ProblemState*>> EvolvePlan() {
     std::map<Config*, std::vector<ProblemState*>> plan;
     for (ProblemState& p : problems_) {
@@ -741,7 +741,10 @@ class Search {
         }
         const size_t keep = i == 0 ? options_.evolve_per_problem : std::max(1, options_.evolve_per_problem / 2);
         size_t taken = 0;
-        for (const auto& [us, c] : Rank(p, around, keep + planned.size(), /*diverse=*/false)) {
+        // A runner-up's moves are of different kinds of work (the refined model
+        // ranks a knob's near-duplicates together: on the H100 it put eight
+        // split-K variants first, again after two of them had measured slow).
+        for (const auto& [us, c] : Rank(p, around, keep + planned.size(), /*diverse=*/i > 0)) {
           if (taken == keep) break;
           if (!planned.insert(c).second) continue;
           plan[c].push_back(&p);

@@ -81,8 +81,8 @@ struct SearchOptions {
   int specialise_per_problem = 2; // stage 3: general leaders per problem rebuilt for it
   // Stage 3: configurations of other tiles (family and tile size) within this
   // factor of a problem's best are leaders too: specialised, and evolved with
-  // half of evolve_per_problem each (one noisy measurement must not decide
-  // which tile a problem's evolution explores).
+  // half of evolve_per_problem each, one per kind of work (one noisy
+  // measurement must not decide which tile a problem's evolution explores).
   double leader_margin = 1.15;
   int evolve_runners_up = 1;      // stage 3: such runners-up evolved per problem
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
