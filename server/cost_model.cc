@@ -98,7 +98,11 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double l2_s = e.ctas * rows_per_k_tile * k_steps * tk * 2.0 / device.l2_bytes_per_s;
   // DRAM: operands once, C (or the fp32 partials) once.
   const double c_bytes = slabs ? split * M * N * 4.0 : M * N * 2.0;
-  e.partial_bytes = slabs ? c_bytes : 0;
+  // The workspace the partials ask for, as the seed families lay their slabs
+  // out (03 rounds each up to 256 bytes, 02 adds 16 spare bytes to align the
+  // base), at most: the search compares it with the runner's cap, which
+  // refuses a byte over.
+  e.partial_bytes = slabs ? split * (CeilDiv(M * N, int64_t{64}) * 256.0) + 16 : 0;
   const double dram_s = ((M * K + N * K) * 2.0 + c_bytes) / device.dram_bytes_per_s;
   // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
   const double pipeline =

@@ -52,7 +52,7 @@ struct Estimate {
   int64_t ctas = 0;      // CTAs launched (tiles x split)
   double waves = 0;      // ctas / concurrent CTA slots
   std::string bound;     // "compute", "l2", "dram" or "latency"
-  double partial_bytes = 0;  // split-K fp32 partials: the workspace it will ask for
+  double partial_bytes = 0;  // split-K fp32 partials: the workspace it will ask for (at most)
 };
 
 // The estimate from first principles. REQUIRES: a legal configuration

@@ -34,6 +34,19 @@ TEST(Predict, SplitKPaysOnSkinnyLongK) {
   EXPECT_GT(Us(f, {{"SPLIT_K", "16"}}, square), Us(f, {{"SPLIT_K", "1"}}, square));
 }
 
+// The search keeps a configuration whose partials would exceed the runner's
+// workspace cap off the problem, so the estimate must not fall short of what
+// the kernel asks for: 16 splits of 8192x8192 fp32 slabs ask for 4 GiB and 16
+// bytes (02's spare alignment bytes), which the runner's 4 GiB cap refuses.
+TEST(Predict, PartialBytesCoverTheSlabsAlignment) {
+  const v1::Shape square = MakeShape(8192, 8192, 8192);
+  absl::StatusOr<Estimate> e =
+      Predict(TiledTestFamily(), v1::LAYOUT_NT, {{"SPLIT_K", "16"}}, square, DeviceModel());
+  ASSERT_TRUE(e.ok());
+  EXPECT_GE(e->partial_bytes, 16.0 * 8192 * 8192 * 4 + 16);
+  EXPECT_LT(e->partial_bytes, 16.0 * 8192 * 8192 * 4 * 1.001);
+}
+
 TEST(Predict, SplitsSummedInAClusterSkipTheSlabsButNotTheReduceKernelsTime) {
   SeedFamily f = TiledTestFamily();
   f.model.emplace("split_in_cluster", *Expr::Parse("ANVIL_SPLIT_K >= 4"));

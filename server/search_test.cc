@@ -627,8 +627,9 @@ TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
   FakeGpuWorkerForTest w(seeds_[0]);
   SearchOptions o;
   o.seeds_only = true;
-  // 16 slabs of 256x64 floats fit; 16 of 4096x4096 or 1000x1000 do not.
-  o.max_workspace_bytes = 16.0 * 256 * 64 * 4;
+  // 16 slabs of 256x64 floats (and 16 spare bytes) fit; 16 of 4096x4096 or
+  // 1000x1000 do not.
+  o.max_workspace_bytes = 16.0 * 256 * 64 * 4 + 16;
   ASSERT_TRUE(Search(w, *store, o).ok());
   std::set<std::string> split_on;
   for (const auto& [key, n] : w.measured) {
