@@ -74,6 +74,22 @@ class Harness : public ::testing::Test {
       return absl::InternalError(absl::StrCat(c.name(), " did not build: ", b->error()));
     return b;
   }
+  // The last seed family's default configuration for NT, built (it must build).
+  struct BuiltSeed {
+    v1::Candidate candidate;
+    v1::Build build;
+  };
+  static absl::StatusOr<BuiltSeed> LastSeedNtBuilt() {
+    absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
+    if (!seeds.ok()) return seeds.status();
+    if (seeds->empty()) return absl::NotFoundError("no seed families");
+    BuiltSeed out;
+    out.candidate = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
+    absl::StatusOr<v1::Build> b = BuildPassing(out.candidate);
+    if (!b.ok()) return b.status();
+    out.build = *std::move(b);
+    return out;
+  }
   // Builds and measures; the build must pass.
   static std::vector<v1::Measurement> Measure(const v1::Candidate& c,
                                               const std::vector<v1::Shape>& shapes) {
@@ -180,12 +196,11 @@ TEST_F(Harness, PingpongWholeTilesWithASharedStagingSlabPass) {
 // fastest baseline, after the timing. Every operand byte passes through L2 at
 // least once, and the profiled call's duration is of the order of the timed one.
 TEST_F(Harness, CounterProfileOfTheCandidateAndTheFastestBaseline) {
-  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
-  ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
-  const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
-  absl::StatusOr<v1::Build> b = BuildPassing(c);
-  ASSERT_TRUE(b.ok()) << b.status();
-  absl::StatusOr<Evaluation> ev = profiling_evaluator_->Evaluate(c, *b, {S(1024, 1024, 1024)}, {});
+  absl::StatusOr<BuiltSeed> built = LastSeedNtBuilt();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const v1::Candidate& c = built->candidate;
+  const v1::Build& b = built->build;
+  absl::StatusOr<Evaluation> ev = profiling_evaluator_->Evaluate(c, b, {S(1024, 1024, 1024)}, {});
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_EQ(ev->measurements.size(), 1u);
   const v1::Measurement& m = ev->measurements[0];
@@ -258,23 +273,22 @@ void CheckFolder(const std::string& folder, const std::function<std::vector<v1::
 // it marked retune, it tunes again with the stored choice among the contenders
 // and returns a choice (the stored one or a faster one).
 TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
-  absl::StatusOr<std::vector<SeedFamily>> seeds = Seeds();
-  ASSERT_TRUE(seeds.ok() && !seeds->empty()) << seeds.status();
-  const v1::Candidate c = MakeSeedCandidate(seeds->back(), v1::LAYOUT_NT);
-  absl::StatusOr<v1::Build> b = BuildPassing(c);
-  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<BuiltSeed> built = LastSeedNtBuilt();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const v1::Candidate& c = built->candidate;
+  const v1::Build& b = built->build;
   const std::vector<v1::Shape> shapes = {S(1000, 1000, 1000)};
   const auto auto_baseline = [](const Evaluation& ev) {
     for (const v1::Baseline& x : ev.measurements.at(0).baselines())
       if (x.name() == "cublaslt_auto") return x;
     return v1::Baseline();
   };
-  absl::StatusOr<Evaluation> first = evaluator_->Evaluate(c, *b, shapes, {});
+  absl::StatusOr<Evaluation> first = evaluator_->Evaluate(c, b, shapes, {});
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->tuned.size(), 1u);
   EXPECT_GE(auto_baseline(*first).algo_index(), 0);
 
-  absl::StatusOr<Evaluation> cached = evaluator_->Evaluate(c, *b, shapes, first->tuned);
+  absl::StatusOr<Evaluation> cached = evaluator_->Evaluate(c, b, shapes, first->tuned);
   ASSERT_TRUE(cached.ok()) << cached.status();
   EXPECT_TRUE(cached->tuned.empty());
   EXPECT_EQ(auto_baseline(*cached).algo_index(), -1);
@@ -282,7 +296,7 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
 
   std::vector<v1::LtAlgo> stored = first->tuned;
   stored[0].set_retune(true);
-  absl::StatusOr<Evaluation> retuned = evaluator_->Evaluate(c, *b, shapes, stored);
+  absl::StatusOr<Evaluation> retuned = evaluator_->Evaluate(c, b, shapes, stored);
   ASSERT_TRUE(retuned.ok()) << retuned.status();
   ASSERT_EQ(retuned->tuned.size(), 1u);
   EXPECT_FALSE(retuned->tuned[0].retune());
