@@ -117,11 +117,12 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   const double minutes = std::max(r->wall_seconds, 1.0) / 60;
   std::cout << absl::StrFormat(
-      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building), %d measurements "
-      "(%.1f/min, %.0f s measuring)\nbest verified per problem (%s time):\n",
+      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building, %.0f s of it "
+      "not hidden by measuring), %d measurements (%.1f/min, %.0f s measuring)\n"
+      "best verified per problem (%s time):\n",
       minutes, r->budget_exhausted ? " (budget spent: rerun to resume)" : "", r->candidates_built,
-      r->build_failures, r->candidates_built / minutes, r->build_seconds, r->measurements,
-      r->measurements / minutes, r->measure_seconds, a.figure);
+      r->build_failures, r->candidates_built / minutes, r->build_seconds, r->build_wait_seconds,
+      r->measurements, r->measurements / minutes, r->measure_seconds, a.figure);
   double log_sum = 0;
   int n = 0;
   for (const v1::ProblemProgress& p : r->problems) {

@@ -2,7 +2,8 @@
 // candidate (sandboxed nvcc, cached), measure it on problems (sandboxed
 // anvil-runner on this node's GPU), and record everything in the store.
 // The fleet mode runs the same Builder and Evaluator behind the Fleet service.
-// Thread-compatible: one caller at a time (one GPU slot).
+// Thread-compatible: one caller at a time (one GPU slot), except that
+// BuildAll may overlap Measure (KernelWorker).
 #ifndef ANVIL_SERVER_LOCAL_WORKER_H_
 #define ANVIL_SERVER_LOCAL_WORKER_H_
 
@@ -39,7 +40,9 @@ struct CandidateOutcome {
 class KernelWorker {
  public:
   virtual ~KernelWorker() = default;
-  // Builds candidates in parallel; results[i] answers candidates[i].
+  // Builds candidates in parallel; results[i] answers candidates[i]. May run
+  // on another thread while Measure runs (a search builds its next round
+  // while the GPU measures this one); never two BuildAll or two Measure at once.
   virtual std::vector<absl::StatusOr<v1::Build>> BuildAll(
       const std::vector<v1::Candidate>& candidates) = 0;
   // Measures a built candidate on shapes of its layout (each in a fresh

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -377,11 +378,12 @@ class Search {
     p.verified_baseline_us = BestBaselineUs(m, options_.figure);
   }
 
-  // Builds what is not built (in parallel), then measures each configuration
-  // on its problems that have not seen it: compile once, measure many. The
+  // Builds what is not built, then measures each configuration on its
+  // problems that have not seen it: compile once, measure many. The
   // configurations with the most problems go first (then by id), in rounds of
-  // options_.build_chunk builds, so a budget that ends mid-stage leaves at
-  // most one round built and not measured.
+  // options_.build_chunk builds; the next round builds (nvcc, on the CPU)
+  // while this one is measured (on the GPU), so a budget that ends mid-stage
+  // leaves at most two rounds built and not measured.
   absl::Status Execute(const std::map<Config*, std::vector<ProblemState*>>& plan,
                        bool within_budget = true) {
     std::vector<std::pair<size_t, Config*>> todo;
@@ -396,53 +398,82 @@ class Search {
     if (todo.empty() || (within_budget && OverBudget())) return absl::OkStatus();
     progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, todo.size()));
     const size_t chunk = static_cast<size_t>(std::max(1, options_.build_chunk));
-    for (size_t i = 0; i < todo.size(); i += chunk) {
-      if (i > 0 && within_budget && OverBudget()) break;
-      std::vector<Config*> round;
-      for (size_t j = i; j < std::min(todo.size(), i + chunk); ++j) round.push_back(todo[j].second);
-      if (absl::Status st = Build(round); !st.ok()) return st;
-      for (Config* c : round) {
+    std::vector<std::vector<Config*>> rounds;
+    for (size_t i = 0; i < todo.size(); ++i) {
+      if (i % chunk == 0) rounds.emplace_back();
+      rounds.back().push_back(todo[i].second);
+    }
+    Builds next = StartBuilds(rounds[0]);
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      if (absl::Status st = FinishBuilds(next); !st.ok()) return st;
+      const bool more = r + 1 < rounds.size() && !(within_budget && OverBudget());
+      if (more) next = StartBuilds(rounds[r + 1]);
+      for (Config* c : rounds[r]) {
         if (c->failed || !c->build) continue;
         if (within_budget && OverBudget()) break;
-        if (absl::Status st = Measure(*c, plan.at(c)); !st.ok()) return st;
+        if (absl::Status st = Measure(*c, plan.at(c)); !st.ok()) return st;  // ~Builds waits
       }
+      // Cut here, the next round has still built: the next pass records its
+      // failures (a rerun finds the rest in the build cache) and stops.
+      if (!more) break;
     }
     progress_(Status());
     return absl::OkStatus();
   }
 
-  // Builds those of `cs` not built yet, in parallel; a build that fails (here
-  // or in an earlier run) marks its configuration failed.
-  absl::Status Build(const std::vector<Config*>& cs) {
+  // A round of builds under way on another thread: KernelWorker::BuildAll may
+  // run while Measure does. Everything else (the store included) stays on the
+  // search's thread. The future's destructor waits for the round.
+  struct Builds {
+    std::vector<Config*> configs;  // [i] is answered by the round's result [i]
+    std::future<std::pair<std::vector<absl::StatusOr<v1::Build>>, double>> round;
+  };
+
+  // Starts building those of `cs` not built yet; a build that failed in an
+  // earlier run marks its configuration failed instead.
+  Builds StartBuilds(const std::vector<Config*>& cs) {
+    Builds b;
     std::vector<v1::Candidate> to_build;
-    std::vector<Config*> building;
     for (Config* c : cs) {
       if (c->build) continue;
-      // A build that failed in an earlier run is not tried again.
       absl::StatusOr<std::optional<v1::Build>> before = store_.LatestBuild(c->candidate.id());
       if (before.ok() && *before && (*before)->verdict() != v1::VERDICT_PASSED) {
         c->failed = true;
         continue;
       }
       to_build.push_back(c->candidate);
-      building.push_back(c);
+      b.configs.push_back(c);
     }
-    if (to_build.empty()) return absl::OkStatus();
-    const Clock::time_point b0 = Now();
-    std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
-    result_.build_seconds += std::chrono::duration<double>(Now() - b0).count();
+    if (to_build.empty()) return b;
+    b.round = std::async(std::launch::async, [this, to_build = std::move(to_build)] {
+      const Clock::time_point t0 = Clock::now();  // not options_.clock: this is another thread
+      std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
+      return std::make_pair(std::move(builds), std::chrono::duration<double>(Clock::now() - t0).count());
+    });
+    return b;
+  }
+
+  // Waits for a round (the wait is the build time not hidden by measuring) and
+  // records it: a build that fails marks its configuration failed, and is
+  // stored so a rerun does not build it again.
+  absl::Status FinishBuilds(Builds& b) {
+    if (!b.round.valid()) return absl::OkStatus();
+    const Clock::time_point w0 = Now();
+    auto [builds, seconds] = b.round.get();
+    result_.build_wait_seconds += std::chrono::duration<double>(Now() - w0).count();
+    result_.build_seconds += seconds;
     for (size_t i = 0; i < builds.size(); ++i) {
       if (!builds[i].ok()) return builds[i].status();
-      building[i]->build = *builds[i];
+      Config* c = b.configs[i];
+      c->build = *builds[i];
       ++result_.candidates_built;
       if (builds[i]->verdict() != v1::VERDICT_PASSED) {
-        building[i]->failed = true;
+        c->failed = true;
         ++result_.build_failures;
-        progress_(absl::StrCat("[", stage_, "] ", building[i]->candidate.name(), " did not build: ",
+        progress_(absl::StrCat("[", stage_, "] ", c->candidate.name(), " did not build: ",
                                v1::Verdict_Name(builds[i]->verdict()), " ",
                                builds[i]->error().substr(0, 300)));
-        // Stored, so a rerun does not build it again.
-        (void)worker_.Measure(building[i]->candidate, *builds[i], {}, &store_, job_id_);
+        (void)worker_.Measure(c->candidate, *builds[i], {}, &store_, job_id_);
       }
     }
     return absl::OkStatus();

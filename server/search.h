@@ -86,7 +86,8 @@ struct SearchOptions {
   double leader_margin = 1.15;
   int evolve_runners_up = 1;      // stage 3: such runners-up evolved per problem
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
-  int build_chunk = 16;           // builds per round before they are measured (~2x parallel builds)
+  int build_chunk = 16;           // builds per round (~2x parallel builds); the next round
+                                  // builds while this one is measured
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
   bool seeds_only = false;        // stop after stage 0
@@ -115,7 +116,8 @@ struct SearchResult {
   int candidates_built = 0;       // built this run (cache misses and hits)
   int build_failures = 0;
   int measurements = 0;           // measured this run
-  double build_seconds = 0;       // wall time spent building
+  double build_seconds = 0;       // wall time spent building (rounds overlap measuring)
+  double build_wait_seconds = 0;  // of which the search waited, with nothing to measure
   double measure_seconds = 0;     // wall time spent measuring
   double wall_seconds = 0;
   bool budget_exhausted = false;

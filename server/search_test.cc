@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -22,16 +24,24 @@ namespace {
 // Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
 // to compile), "measures" with a fixed synthetic time per configuration and
 // shape, and stores like the real one. Each measured shape advances its clock
-// by one second, each build by build_seconds.
+// by one second; builds take no time on it (the search builds while it
+// measures). BuildAll may run on another thread than Measure, as on the real one.
 class FakeGpuWorkerForTest : public KernelWorker {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
 
   std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& cs) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++build_calls;
+    if (overlap_wait.count() > 0) {
+      building_ = true;
+      cv_.notify_all();
+      overlapped += cv_.wait_for(lock, overlap_wait, [&] { return seen_; });
+      building_ = seen_ = false;
+    }
     std::vector<absl::StatusOr<v1::Build>> out;
     for (const v1::Candidate& c : cs) {
       ++builds[c.id()];
-      seconds += build_seconds;
       v1::Build b;
       b.set_candidate_id(c.id());
       b.set_arch(c.arch());
@@ -53,6 +63,13 @@ class FakeGpuWorkerForTest : public KernelWorker {
     if (absl::Status st = store->PutCandidate(c); !st.ok()) return st;
     if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
     if (build.verdict() != v1::VERDICT_PASSED) return out;
+    if (overlap_wait.count() > 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, overlap_wait, [&] { return building_; })) {
+        seen_ = true;
+        cv_.notify_all();
+      }
+    }
     info_ = v1::RunnerInfo();
     info_->set_gpu(gpu);
     info_->set_arch("sm_90a");
@@ -121,7 +138,12 @@ class FakeGpuWorkerForTest : public KernelWorker {
   }
 
   double seconds = 0;
-  double build_seconds = 0;
+  // Overlap probe: with overlap_wait > 0, each BuildAll waits up to that long
+  // for a Measure to see it under way, and each Measure up to that long for a
+  // BuildAll to be; `overlapped` counts the BuildAll calls that were seen.
+  std::chrono::milliseconds overlap_wait{0};
+  int overlapped = 0;
+  int build_calls = 0;
   std::string flaky_id;  // measures correctly once, then fails
   std::string lucky_id;  // its first measurement per shape reads lucky_factor x its time
   double lucky_factor = 0.6;
@@ -132,6 +154,10 @@ class FakeGpuWorkerForTest : public KernelWorker {
  private:
   SeedFamily family_;
   std::optional<v1::RunnerInfo> info_;
+  std::mutex mu_;  // guards what BuildAll writes, and the probe's state
+  std::condition_variable cv_;
+  bool building_ = false;  // a BuildAll is waiting to be seen
+  bool seen_ = false;      // a Measure saw it
 };
 
 class SearchTest : public ::testing::Test {
@@ -520,13 +546,12 @@ TEST_F(SearchTest, StagesBeforeEvolveLeaveItsShareOfTheBudget) {
   EXPECT_TRUE(said);
 }
 
-TEST_F(SearchTest, ABudgetCutLeavesAtMostOneRoundOfBuildsUnmeasured) {
+TEST_F(SearchTest, ABudgetCutLeavesAtMostTwoRoundsOfBuildsUnmeasured) {
   auto unmeasured = [&](int chunk, double budget) {
     path_ += "c";
     std::filesystem::remove(path_);
     std::unique_ptr<Store> store = Open();
     FakeGpuWorkerForTest w(TiledTestFamily());
-    w.build_seconds = 0.5;
     SearchOptions o;
     o.clock = [&w] { return w.Now(); };
     o.budget_seconds = budget;
@@ -542,12 +567,32 @@ TEST_F(SearchTest, ABudgetCutLeavesAtMostOneRoundOfBuildsUnmeasured) {
   };
   int most_in_rounds = 0, most_at_once = 0;
   for (double budget = 20; budget <= 50; budget += 2) {
-    most_in_rounds = std::max(most_in_rounds, unmeasured(4, budget));
-    most_at_once = std::max(most_at_once, unmeasured(1000, budget));  // a stage's builds in one round, as before
+    most_in_rounds = std::max(most_in_rounds, unmeasured(2, budget));
+    most_at_once = std::max(most_at_once, unmeasured(1000, budget));  // a stage's builds in one round
   }
-  // A run can be cut twice: stages 0-2 at 70% of the budget, evolve at 100%.
-  EXPECT_LE(most_in_rounds, 2 * 4);
-  EXPECT_GT(most_at_once, 2 * 4);
+  // A run can be cut twice: stages 0-2 at 70% of the budget, evolve at 100%;
+  // each cut leaves the rest of the round being measured and the next round.
+  EXPECT_GT(most_in_rounds, 0);
+  EXPECT_LE(most_in_rounds, 2 * 2 * 2);
+  EXPECT_GT(most_at_once, 2 * 2 * 2);
+}
+
+TEST_F(SearchTest, TheNextRoundBuildsWhileThisOneIsMeasured) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(TiledTestFamily());
+  w.overlap_wait = std::chrono::milliseconds(500);
+  SearchOptions o;
+  o.clock = [&w] { return w.Now(); };
+  o.seeds_only = true;
+  o.build_chunk = 1;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Rounds of builds: the first seed (built alone, to learn the GPU), then
+  // the seeds stage's, one per configuration. Each but the first of each
+  // stage was seen under way by a measurement of the round before it. Rounds
+  // built one after another, with the search waiting, would have seen none.
+  ASSERT_GE(w.build_calls, 4);
+  EXPECT_EQ(w.overlapped, w.build_calls - 2);
 }
 
 TEST_F(SearchTest, AnEarlierWinnerWhoseReMeasurementWasFasterStaysTheReportedOne) {
