@@ -70,14 +70,20 @@ class Search {
 
   absl::StatusOr<SearchResult> Run() {
     stage_ = "seeds";
+    // A suggestion may be the default configuration: each goes in once (twice,
+    // every problem would be measured twice by one runner, which tuned cuBLASLt
+    // twice and kept the second tuning, however slower).
     std::vector<Config*> seeds_list;
+    auto add = [&](Config* c) {
+      if (std::find(seeds_list.begin(), seeds_list.end(), c) == seeds_list.end()) seeds_list.push_back(c);
+    };
     for (const SeedFamily& f : seeds_) {
       if (!f.searchable) continue;
       for (v1::Layout l : Layouts()) {
         if (std::find(f.layouts.begin(), f.layouts.end(), l) == f.layouts.end()) continue;
-        seeds_list.push_back(Intern(f, l, {}));
+        add(Intern(f, l, {}));
         for (const KnobParams& s : f.suggested) {
-          if (CheckConfig(f, l, s).ok()) seeds_list.push_back(Intern(f, l, s));
+          if (CheckConfig(f, l, s).ok()) add(Intern(f, l, s));
         }
       }
     }
@@ -479,12 +485,13 @@ class Search {
     return absl::OkStatus();
   }
 
-  // Measures a built configuration on those of `targets` that have not seen it.
+  // Measures a built configuration on those of `targets` that have not seen it,
+  // each once.
   absl::Status Measure(Config& c, const std::vector<ProblemState*>& targets) {
     std::vector<v1::Shape> shapes;
     std::vector<ProblemState*> to;
     for (ProblemState* p : targets) {
-      if (!p->measured.count(c.candidate.id())) {
+      if (!p->measured.count(c.candidate.id()) && std::find(to.begin(), to.end(), p) == to.end()) {
         shapes.push_back(p->spec.shape);
         to.push_back(p);
       }

@@ -577,6 +577,20 @@ TEST_F(SearchTest, ABudgetCutLeavesAtMostTwoRoundsOfBuildsUnmeasured) {
   EXPECT_GT(most_at_once, 2 * 2 * 2);
 }
 
+TEST_F(SearchTest, ASuggestionThatIsTheDefaultIsMeasuredOncePerProblem) {
+  seeds_[0].suggested.push_back({{"BM", "128"}, {"BN", "128"}});  // the family's default
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(seeds_[0]);
+  SearchOptions o;
+  o.seeds_only = true;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The two seed configurations of each layout on its problems (one nn, two
+  // nt), each measured once; the verify stage's re-measurements come after.
+  EXPECT_EQ(r->measurements, 2 * 3);
+  for (const auto& [key, n] : w.measured) EXPECT_LE(n, 2) << std::get<0>(key) << " on " << std::get<1>(key);
+}
+
 TEST_F(SearchTest, TheNextRoundBuildsWhileThisOneIsMeasured) {
   std::unique_ptr<Store> store = Open();
   FakeGpuWorkerForTest w(TiledTestFamily());
