@@ -594,7 +594,7 @@ TEST_F(SearchTest, ASuggestionThatIsTheDefaultIsMeasuredOncePerProblem) {
 TEST_F(SearchTest, TheNextRoundBuildsWhileThisOneIsMeasured) {
   std::unique_ptr<Store> store = Open();
   FakeGpuWorkerForTest w(TiledTestFamily());
-  w.overlap_wait = std::chrono::milliseconds(500);
+  w.overlap_wait = std::chrono::milliseconds(700);
   SearchOptions o;
   o.clock = [&w] { return w.Now(); };
   o.seeds_only = true;
