@@ -70,20 +70,14 @@ class Search {
 
   absl::StatusOr<SearchResult> Run() {
     stage_ = "seeds";
-    // A suggestion may be the default configuration: each goes in once (twice,
-    // every problem would be measured twice by one runner, which tuned cuBLASLt
-    // twice and kept the second tuning, however slower).
     std::vector<Config*> seeds_list;
-    auto add = [&](Config* c) {
-      if (std::find(seeds_list.begin(), seeds_list.end(), c) == seeds_list.end()) seeds_list.push_back(c);
-    };
     for (const SeedFamily& f : seeds_) {
       if (!f.searchable) continue;
       for (v1::Layout l : Layouts()) {
         if (std::find(f.layouts.begin(), f.layouts.end(), l) == f.layouts.end()) continue;
-        add(Intern(f, l, {}));
+        seeds_list.push_back(Intern(f, l, {}));
         for (const KnobParams& s : f.suggested) {
-          if (CheckConfig(f, l, s).ok()) add(Intern(f, l, s));
+          if (CheckConfig(f, l, s).ok()) seeds_list.push_back(Intern(f, l, s));
         }
       }
     }
@@ -486,7 +480,10 @@ class Search {
   }
 
   // Measures a built configuration on those of `targets` that have not seen it,
-  // each once.
+  // each once: a plan may name a problem twice (a seed suggestion that is the
+  // default; widen sending two problems' shared leader to a third), and one
+  // runner measuring a problem twice also tunes cuBLASLt for it twice and keeps
+  // the second tuning, however slower.
   absl::Status Measure(Config& c, const std::vector<ProblemState*>& targets) {
     std::vector<v1::Shape> shapes;
     std::vector<ProblemState*> to;
