@@ -12,7 +12,10 @@ namespace anvil::cli {
 
 namespace {
 
-// A job's verified winner per problem (the problems it found none for are left out).
+// A job's verified winner per problem, with the measurement the job reported:
+// its own re-measurement of the winner (the problems it found none for are left
+// out). A job that predates those re-measurements reported the winner's fastest
+// verified one, from any job: that is what it gets.
 absl::StatusOr<std::vector<v1::Kernel>> JobKernels(Store& store, const std::string& job_id,
                                                    const std::string& figure) {
   absl::StatusOr<v1::Job> job = store.GetJob(job_id);
@@ -20,7 +23,8 @@ absl::StatusOr<std::vector<v1::Kernel>> JobKernels(Store& store, const std::stri
   std::vector<v1::Kernel> out;
   for (const v1::ProblemProgress& p : job->problems()) {
     if (p.best_candidate_id().empty()) continue;
-    absl::StatusOr<v1::Kernel> k = store.GetKernel(p.best_candidate_id(), p.problem(), figure);
+    absl::StatusOr<v1::Kernel> k = store.GetKernel(p.best_candidate_id(), p.problem(), figure, job_id);
+    if (k.ok() && !k->has_measurement()) k = store.GetKernel(p.best_candidate_id(), p.problem(), figure);
     if (!k.ok()) return k.status();
     out.push_back(*std::move(k));
   }

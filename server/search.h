@@ -41,7 +41,10 @@
 //             fastest of many noisy measurements is biased low (the winner's
 //             curse), an independent one is not. The winner reported is the
 //             fastest of the problem's verified re-measurements (the store's
-//             BestKernel rule): an earlier winner may keep its place.
+//             BestKernel rule): an earlier winner may keep its place. Its
+//             figures are always this job's: a winner verified by an earlier
+//             job is re-measured once more here, since a speedup pairs the
+//             kernel with its own process's baselines, which move between runs.
 // Everything measured goes to the store first; a rerun reads the store back
 // (what was measured, the bests, the model's observations) and measures only
 // what is new, so an interrupted search resumes where it stopped. (The GPU
@@ -109,8 +112,8 @@ struct CurvePoint {
 };
 
 struct SearchResult {
-  // Best verified per problem, with the figures of its verify re-measurement
-  // (best_us, best_baseline_us, speedup).
+  // Best verified per problem, with the figures of its re-measurement in this
+  // job (best_us, best_baseline_us, speedup).
   std::vector<v1::ProblemProgress> problems;
   std::vector<CurvePoint> curve;
   int candidates_built = 0;       // built this run (cache misses and hits)

@@ -56,8 +56,9 @@ absl::StatusOr<std::vector<Exemplar>> DistinctCandidates(Db& db, Stmt& stmt, int
 // The measurement GetKernel attaches (see store.h), or nullopt.
 absl::StatusOr<std::optional<StoredMeasurement>> CandidateMeasurement(
     Db& db, const std::string& candidate_id, std::optional<int64_t> problem_id,
-    const std::string& column) {
-  std::string where = "WHERE m.candidate_id = ? AND m.verdict = 'passed' ";
+    const std::string& column, const std::optional<std::string>& job_id) {
+  std::string where = absl::StrCat("WHERE m.candidate_id = ? AND m.verdict = 'passed' ",
+                                   job_id.has_value() ? "AND m.job_id = ? " : "");
   std::string sql =
       problem_id.has_value()
           ? absl::StrCat(MeasurementSelect(), where, "AND m.problem_id = ? AND m.", column,
@@ -66,6 +67,7 @@ absl::StatusOr<std::optional<StoredMeasurement>> CandidateMeasurement(
                          "ORDER BY m.verified DESC, m.measured_at DESC, m.id DESC LIMIT 1");
   STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
   s.BindText(candidate_id);
+  if (job_id.has_value()) s.BindText(*job_id);
   if (problem_id.has_value()) s.BindInt(*problem_id);
   STORE_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<StoredMeasurement>();
@@ -144,7 +146,8 @@ absl::StatusOr<std::vector<v1::Kernel>> Store::ListBestKernels(const std::string
 
 absl::StatusOr<v1::Kernel> Store::GetKernel(const std::string& candidate_id,
                                             const std::optional<v1::Problem>& problem,
-                                            const std::string& figure) {
+                                            const std::string& figure,
+                                            const std::optional<std::string>& job_id) {
   STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
   absl::MutexLock lock(&mu_);
   std::optional<int64_t> problem_id;
@@ -154,7 +157,7 @@ absl::StatusOr<v1::Kernel> Store::GetKernel(const std::string& candidate_id,
   std::optional<StoredMeasurement> chosen;
   if (!problem.has_value() || problem_id.has_value()) {
     STORE_ASSIGN_OR_RETURN(
-        chosen, store_internal::CandidateMeasurement(*db_, candidate_id, problem_id, column));
+        chosen, store_internal::CandidateMeasurement(*db_, candidate_id, problem_id, column, job_id));
   }
   if (chosen.has_value()) return store_internal::MakeKernel(*db_, *std::move(chosen));
   StoredMeasurement none;

@@ -125,11 +125,13 @@ class Store {
                                                           const std::string& figure, int limit);
   // A candidate with its build and one measurement: its fastest PASSED one on
   // `problem` (verified first), or without a problem its latest verified
-  // PASSED one (else latest PASSED). NotFound for an unknown candidate; the
-  // measurement is left empty when none matches.
+  // PASSED one (else latest PASSED); with `job_id`, only that job's
+  // measurements count. NotFound for an unknown candidate; the measurement is
+  // left empty when none matches.
   absl::StatusOr<v1::Kernel> GetKernel(const std::string& candidate_id,
                                        const std::optional<v1::Problem>& problem,
-                                       const std::string& figure = "device");
+                                       const std::string& figure = "device",
+                                       const std::optional<std::string>& job_id = std::nullopt);
   // Measurements on a problem (of one job, when given) in measured_at order,
   // with baselines, without sample_us.
   absl::StatusOr<std::vector<StoredMeasurement>> SearchHistory(

@@ -111,6 +111,28 @@ TEST_F(StoreQueriesTest, GetKernelAttachesTheRequestedMeasurement) {
   EXPECT_EQ(store_->GetKernel("nope", a).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(StoreQueriesTest, GetKernelOfAJobAttachesThatJobsMeasurement) {
+  v1::Problem a = TestProblem(640, 640, 640);
+  ASSERT_TRUE(store_->CreateJob("job-1", v1::OptimizeKernelRequest()).ok());
+  ASSERT_TRUE(store_->CreateJob("job-2", v1::OptimizeKernelRequest()).ok());
+  v1::Measurement m = TestMeasurement("cand0", a, 7.0);
+  m.set_verified(true);
+  ASSERT_TRUE(store_->PutMeasurement(m, "job-1").ok());
+  m.mutable_timings()->mutable_device()->set_median_us(8.0);
+  m.set_verified(false);
+  ASSERT_TRUE(store_->PutMeasurement(m, "job-2").ok());
+  m.mutable_timings()->mutable_device()->set_median_us(9.0);
+  m.set_verified(true);
+  ASSERT_TRUE(store_->PutMeasurement(m, "job-2").ok());
+  EXPECT_DOUBLE_EQ(store_->GetKernel("cand0", a)->measurement().timings().device().median_us(), 7.0);
+  absl::StatusOr<v1::Kernel> two = store_->GetKernel("cand0", a, "device", "job-2");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_DOUBLE_EQ(two->measurement().timings().device().median_us(), 9.0);  // verified first
+  absl::StatusOr<v1::Kernel> three = store_->GetKernel("cand0", a, "device", "job-3");
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_FALSE(three->has_measurement());
+}
+
 TEST_F(StoreQueriesTest, ListBestKernelsOnePerProblemWithFilters) {
   v1::Problem a = TestProblem(1024, 1024, 1024);
   v1::Problem b = TestProblem(2048, 1024, 1024, v1::LAYOUT_NN);
