@@ -4,8 +4,9 @@
 // 4096x64x12288's A). dram_read.cu measures plain loads of the same bytes; this
 // one uses the kernel's path: one producer thread issues 2D TMA boxes of
 // `box` rows x 64 fp16 (128-byte swizzle) into a ring of `stages` slots, each
-// slot one k-tile of a `band`-row panel, and four consumer warps wait for each
-// slot, touch it and release it, as the kernel's consumers do around their wgmmas.
+// slot `kps` k-tiles of a `band`-row panel (the kernel's slots hold one), and
+// four consumer warps wait for each slot, touch it and release it, as the
+// kernel's consumers do around their wgmmas.
 //
 // Each row of the table is one launch: the operand is `rows` x `K` fp16 (K
 // contiguous). CTA c streams band (c / dup) % (rows / band) over its K share
@@ -84,7 +85,7 @@ __device__ __forceinline__ void TmaLoad(uint32_t dst, const CUtensorMap* map, ui
 }
 
 struct Shape {
-  int band, box, stages, split, dup, a_rows, k_tiles;  // k_tiles: per CTA
+  int band, box, stages, split, dup, a_rows, kps, k_tiles;  // k_tiles: per CTA
 };
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(kThreads, 1)
            Shape s, int bands, unsigned* out) {
   extern __shared__ __align__(1024) uint8_t raw[];
   uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  const int slot_bytes = (s.band + s.a_rows) * kRowBytes;
+  const int slot_bytes = (s.band + s.a_rows) * kRowBytes * s.kps;
   uint64_t* bars = reinterpret_cast<uint64_t*>(ring + s.stages * slot_bytes);  // full, then empty
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
@@ -109,20 +110,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int a_row0 = (blockIdx.x % s.dup) * s.a_rows;
   if (warp == 0) {
     if (lane == 0) {
-      for (int t = 0; t < s.k_tiles; ++t) {
+      for (int t = 0; t < s.k_tiles / s.kps; ++t) {
         const int i = t % s.stages;
         if (t >= s.stages) MbarWait(Smem(&bars[s.stages + i]), ((t / s.stages) - 1) & 1);
         const uint32_t full = Smem(&bars[i]);
-        const uint32_t dst = Smem(ring + i * slot_bytes);
         MbarExpect(full, slot_bytes);
-        for (int r = 0; r < s.band; r += s.box) TmaLoad(dst + r * kRowBytes, &big, full, k0 + t * kBk, row0 + r);
-        if (s.a_rows > 0) TmaLoad(dst + s.band * kRowBytes, &small, full, k0 + t * kBk, a_row0);
+        for (int j = 0; j < s.kps; ++j) {
+          const uint32_t dst = Smem(ring + i * slot_bytes) + j * (s.band + s.a_rows) * kRowBytes;
+          const int k = k0 + (t * s.kps + j) * kBk;
+          for (int r = 0; r < s.band; r += s.box) TmaLoad(dst + r * kRowBytes, &big, full, k, row0 + r);
+          if (s.a_rows > 0) TmaLoad(dst + s.band * kRowBytes, &small, full, k, a_row0);
+        }
       }
     }
     return;
   }
   unsigned acc = 0;
-  for (int t = 0; t < s.k_tiles; ++t) {
+  for (int t = 0; t < s.k_tiles / s.kps; ++t) {
     const int i = t % s.stages;
     MbarWait(Smem(&bars[i]), (t / s.stages) & 1);
     acc ^= reinterpret_cast<const unsigned*>(ring + i * slot_bytes)[threadIdx.x];
@@ -215,28 +219,36 @@ int main() {
   std::printf("# %s, %d SMs; TMA streams of a rows x K fp16 operand; µs between events (median of %d)\n",
               prop.name, prop.multiProcessorCount, kReps);
   const double empty = b.Median(1 << 20, false, [&] { Empty<<<prop.multiProcessorCount, 128>>>(); });
-  std::printf("%-22s %5s %4s %6s %5s %4s %6s %8s %8s %9s %9s\n", "operand", "band", "box", "stages",
-              "split", "dup", "a_rows", "ctas", "state", "us", "GB/s/SM");
-  std::printf("%-22s %5s %4s %6s %5s %4s %6s %8d %8s %9.2f %9s\n", "empty", "-", "-", "-", "-", "-",
-              "-", prop.multiProcessorCount, "-", empty, "-");
-  // {band, box, stages, split, dup, a_rows}; k_tiles is filled in.
+  std::printf("%-14s %5s %4s %6s %4s %5s %4s %6s %6s %8s %9s %9s %11s\n", "operand", "band", "box",
+              "stages", "kps", "split", "dup", "a_rows", "ctas", "state", "us", "GB/s/SM",
+              "us/k-tile");
+  std::printf("%-14s %5s %4s %6s %4s %5s %4s %6s %6d %8s %9.2f %9s %11s\n", "empty", "-", "-", "-",
+              "-", "-", "-", "-", prop.multiProcessorCount, "-", empty, "-", "-");
+  // {band, box, stages, split, dup, a_rows, kps}: kps k-tiles of 64 a slot; k_tiles is filled in.
   const Row rows[] = {
       // 16x4096x4096 swapped: the winner's 64x16 (64 CTAs, 16 stages, A's 16 rows).
-      {"B 4096x4096", 4096, 4096, {64, 64, 16, 1, 1, 16, 0}},
-      {"B 4096x4096", 4096, 4096, {64, 64, 16, 1, 1, 0, 0}},
-      {"B 4096x4096", 4096, 4096, {64, 32, 16, 1, 1, 16, 0}},
-      {"B 4096x4096", 4096, 4096, {64, 64, 8, 1, 1, 16, 0}},
-      {"B 4096x4096", 4096, 4096, {64, 64, 16, 2, 1, 16, 0}},
-      {"B 4096x4096", 4096, 4096, {32, 32, 16, 1, 1, 16, 0}},
-      {"B 4096x4096", 4096, 4096, {128, 128, 8, 1, 1, 16, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 16, 1, 1, 16, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 16, 1, 1, 0, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 32, 16, 1, 1, 16, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 8, 1, 1, 16, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 16, 2, 1, 16, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {32, 32, 16, 1, 1, 16, 1, 0}},
+      {"B 4096x4096", 4096, 4096, {128, 128, 8, 1, 1, 16, 1, 0}},
+      // The same with two and four k-tiles a slot (the ring's bytes kept).
+      {"B 4096x4096", 4096, 4096, {64, 64, 8, 1, 1, 16, 2, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 4, 1, 1, 16, 4, 0}},
+      {"B 4096x4096", 4096, 4096, {64, 64, 8, 2, 1, 16, 2, 0}},
       // 128x4096x14336: the winner's 64x64 (two M-tiles read each B panel).
-      {"B 4096x14336", 4096, 14336, {64, 64, 13, 1, 2, 64, 0}},
-      {"B 4096x14336", 4096, 14336, {64, 64, 13, 1, 1, 0, 0}},
-      {"B 4096x14336", 4096, 14336, {64, 64, 13, 2, 1, 0, 0}},
-      {"B 4096x14336", 4096, 14336, {128, 128, 6, 2, 1, 0, 0}},
+      {"B 4096x14336", 4096, 14336, {64, 64, 13, 1, 2, 64, 1, 0}},
+      {"B 4096x14336", 4096, 14336, {64, 64, 13, 1, 1, 0, 1, 0}},
+      {"B 4096x14336", 4096, 14336, {64, 64, 13, 2, 1, 0, 1, 0}},
+      {"B 4096x14336", 4096, 14336, {128, 128, 6, 2, 1, 0, 1, 0}},
+      {"B 4096x14336", 4096, 14336, {64, 64, 6, 1, 2, 64, 2, 0}},
+      {"B 4096x14336", 4096, 14336, {64, 64, 6, 2, 1, 0, 2, 0}},
       // 4096x64x12288 (NN): A streamed, 64-row panels, B's 64 columns aside.
-      {"A 4096x12288", 4096, 12288, {64, 64, 13, 1, 1, 0, 0}},
-      {"A 4096x12288", 4096, 12288, {64, 64, 13, 2, 1, 0, 0}},
+      {"A 4096x12288", 4096, 12288, {64, 64, 13, 1, 1, 0, 1, 0}},
+      {"A 4096x12288", 4096, 12288, {64, 64, 13, 2, 1, 0, 1, 0}},
+      {"A 4096x12288", 4096, 12288, {64, 64, 6, 1, 1, 0, 2, 0}},
   };
   for (const Row& r : rows) {
     Shape s = r.s;
@@ -245,16 +257,17 @@ int main() {
     const int ctas = bands * s.dup * s.split;
     const CUtensorMap big = Map(b.src, r.rows, r.k, s.box);
     const CUtensorMap sm = Map(small, 128, r.k, s.a_rows > 0 ? s.a_rows : 16);
-    const size_t smem = 1024 + size_t(s.stages) * (s.band + s.a_rows) * kRowBytes + 16 * s.stages;
+    const size_t smem = 1024 + size_t(s.stages) * (s.band + s.a_rows) * kRowBytes * s.kps + 16 * s.stages;
     const size_t bytes = size_t(r.rows) * r.k * 2;
     const size_t moved = size_t(ctas) * s.k_tiles * (s.band + s.a_rows) * kRowBytes;
     for (int flushed = 0; flushed < 2; ++flushed) {
       const double us = b.Median(bytes / 16, flushed, [&] {
         Stream<<<ctas, kThreads, smem>>>(big, sm, s, bands, b.out);
       });
-      std::printf("%-22s %5d %4d %6d %5d %4d %6d %8d %8s %9.2f %9.1f\n", r.what, s.band, s.box,
-                  s.stages, s.split, s.dup, s.a_rows, ctas, flushed ? "flushed" : "written", us,
-                  moved / ((us - empty) * 1e3) / ctas);
+      std::printf("%-14s %5d %4d %6d %4d %5d %4d %6d %6d %8s %9.2f %9.1f %11.3f\n", r.what, s.band,
+                  s.box, s.stages, s.kps, s.split, s.dup, s.a_rows, ctas,
+                  flushed ? "flushed" : "written", us, moved / ((us - empty) * 1e3) / ctas,
+                  (us - empty) / s.k_tiles);
     }
   }
   return 0;

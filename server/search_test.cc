@@ -41,8 +41,10 @@ class FakeGpuWorkerForTest : public KernelWorker {
       building_ = seen_ = false;
     }
     std::vector<absl::StatusOr<v1::Build>> out;
+    batches.emplace_back();
     for (const v1::Candidate& c : cs) {
       ++builds[c.id()];
+      batches.back().push_back(c.id());
       v1::Build b;
       b.set_candidate_id(c.id());
       b.set_arch(c.arch());
@@ -130,6 +132,7 @@ class FakeGpuWorkerForTest : public KernelWorker {
   static double BaselineUs(const v1::Shape& s) { return 2.0 * s.m() * s.n() * s.k() / 7e14 * 1e6 + 4; }
 
   std::map<std::string, int> builds;
+  std::vector<std::vector<std::string>> batches;  // the candidates of each BuildAll
   std::set<std::string> built;  // builds that passed
   std::map<std::tuple<std::string, std::string, v1::Layout>, int> measured;
   // The search's clock (SearchOptions::clock): one second per measured shape.
@@ -523,6 +526,13 @@ TEST_F(SearchTest, AJobReportsItsWinnersAgainstItsOwnBaselines) {
     EXPECT_NEAR(b.speedup(), a.speedup() / 1.25, 1e-9) << ProblemName(b.problem());
     // The winner was measured in this job, and the job's kernel listing is that measurement.
     EXPECT_GE((strong.measured[{b.best_candidate_id(), ShapeName(s), b.problem().layout()}]), 1);
+    // Winners this run had not built were built together, in the last BuildAll
+    // (the worker's parallel nvcc jobs), not one at a time.
+    if (strong.builds[b.best_candidate_id()] > 0 && !strong.batches.empty()) {
+      const std::vector<std::string>& last = strong.batches.back();
+      EXPECT_NE(std::find(last.begin(), last.end(), b.best_candidate_id()), last.end());
+      EXPECT_GE(last.size(), 2u);
+    }
     absl::StatusOr<v1::Kernel> k = store->GetKernel(b.best_candidate_id(), b.problem(), "device", "job-2");
     ASSERT_TRUE(k.ok()) << k.status();
     EXPECT_TRUE(k->measurement().verified());
