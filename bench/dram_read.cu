@@ -16,32 +16,15 @@
 //   ./dram_read
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 
-#include "cuda_check.h"
+#include "event_timer.h"
 
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kReps = 15;
-
-__global__ void Spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-__global__ void Empty() {}
-
-__global__ void Fill(uint4* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    p[i] = make_uint4(seed ^ unsigned(i), seed, unsigned(i >> 32), ~seed);
-}
 
 __device__ __forceinline__ uint4 Load(const uint4* p) {
   uint4 v;
@@ -75,52 +58,15 @@ __global__ void __launch_bounds__(kThreads) ReadChunk(const uint4* p, size_t n, 
   if (acc == 0x9e3779b9u) out[blockIdx.x] = acc;
 }
 
-struct Bench {
-  uint4* src;
-  uint4* flush;
-  size_t flush_n;
-  unsigned* out;
-  cudaEvent_t ev0, ev1;
-  long long spin_cycles;
-
-  // µs between the events around one launch of `kernel`, after the given state.
-  template <typename Launch>
-  double Median(size_t n, bool flushed, Launch&& launch) {
-    std::vector<double> us;
-    for (int r = 0; r < kReps; ++r) {
-      Fill<<<1056, kThreads>>>(src, n, 0x1234u + r);
-      if (flushed) Fill<<<1056, kThreads>>>(flush, flush_n, 0x777u + r);
-      CHECK(cudaDeviceSynchronize());
-      Spin<<<1, 32>>>(spin_cycles);
-      CHECK(cudaEventRecord(ev0));
-      launch();
-      CHECK(cudaEventRecord(ev1));
-      CHECK(cudaEventSynchronize(ev1));
-      CHECK(cudaGetLastError());
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
-      us.push_back(ms * 1e3);
-    }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
-  }
-};
-
 }  // namespace
 
 int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  Bench b{};
-  const size_t max_bytes = size_t(8192) * 16384 * 2;
-  b.flush_n = (size_t(256) << 20) / 16;
-  CHECK(cudaMalloc(&b.src, max_bytes));
-  CHECK(cudaMalloc(&b.flush, b.flush_n * 16));
-  CHECK(cudaMalloc(&b.out, 65536 * sizeof(unsigned)));
-  CHECK(cudaEventCreate(&b.ev0));
-  CHECK(cudaEventCreate(&b.ev1));
-  b.spin_cycles = 100000;  // ~50 µs: the next launch is queued before ev0
+  EventTimer b(size_t(8192) * 16384 * 2, kReps);
+  unsigned* out = nullptr;
+  CHECK(cudaMalloc(&out, 65536 * sizeof(unsigned)));
   std::printf("# %s, %d SMs, L2 %d MB; µs between events (median of %d), GB/s = bytes / µs\n",
               prop.name, sms, prop.l2CacheSize >> 20, kReps);
   const double empty = b.Median(1 << 20, false, [&] { Empty<<<sms, kThreads>>>(); });
@@ -138,8 +84,8 @@ int main() {
           const size_t unit = size_t(4) * kThreads * g;
           const size_t m = n / unit * unit;
           const double us = b.Median(n, flushed, [&] {
-            if (pattern == 0) ReadStride<<<g, kThreads>>>(b.src, m, b.out);
-            else ReadChunk<<<g, kThreads>>>(b.src, m, b.out);
+            if (pattern == 0) ReadStride<<<g, kThreads>>>(b.src, m, out);
+            else ReadChunk<<<g, kThreads>>>(b.src, m, out);
           });
           std::printf("%-9.1f %-8s %-7s %6d %10.2f %8.0f\n", bytes / 1e6,
                       flushed ? "flushed" : "written", pattern ? "chunk" : "stride", g, us,

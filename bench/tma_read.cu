@@ -22,12 +22,11 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
+#include <cstdlib>
 
-#include "cuda_check.h"
+#include "event_timer.h"
 
 namespace {
 
@@ -35,20 +34,6 @@ constexpr int kReps = 15;
 constexpr int kBk = 64;          // fp16 of K per box row: one 128-byte swizzle row
 constexpr int kRowBytes = 128;
 constexpr int kThreads = 160;    // warp 0: producer; warps 1-4: consumers
-
-__global__ void Spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-__global__ void Empty() {}
-
-__global__ void Fill(uint4* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    p[i] = make_uint4(seed ^ unsigned(i), seed, unsigned(i >> 32), ~seed);
-}
 
 __device__ __forceinline__ uint32_t Smem(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -164,35 +149,6 @@ CUtensorMap Map(const void* base, int rows, int k, int box) {
   return map;
 }
 
-struct Bench {
-  uint4* src;
-  uint4* flush;
-  size_t flush_n;
-  unsigned* out;
-  cudaEvent_t ev0, ev1;
-
-  template <typename Launch>
-  double Median(size_t n, bool flushed, Launch&& launch) {
-    std::vector<double> us;
-    for (int r = 0; r < kReps; ++r) {
-      Fill<<<1056, 256>>>(src, n, 0x1234u + r);
-      if (flushed) Fill<<<1056, 256>>>(flush, flush_n, 0x777u + r);
-      CHECK(cudaDeviceSynchronize());
-      Spin<<<1, 32>>>(100000);  // ~50 µs: the launch is queued before ev0
-      CHECK(cudaEventRecord(ev0));
-      launch();
-      CHECK(cudaEventRecord(ev1));
-      CHECK(cudaEventSynchronize(ev1));
-      CHECK(cudaGetLastError());
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
-      us.push_back(ms * 1e3);
-    }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
-  }
-};
-
 struct Row {
   const char* what;
   int rows, k;
@@ -204,17 +160,12 @@ struct Row {
 int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  Bench b{};
-  const size_t max_bytes = size_t(4096) * 14336 * 2;
-  b.flush_n = (size_t(256) << 20) / 16;
-  CHECK(cudaMalloc(&b.src, max_bytes));
-  CHECK(cudaMalloc(&b.flush, b.flush_n * 16));
-  CHECK(cudaMalloc(&b.out, 65536 * sizeof(unsigned)));
+  EventTimer b(size_t(4096) * 14336 * 2, kReps);
+  unsigned* out = nullptr;
+  CHECK(cudaMalloc(&out, 65536 * sizeof(unsigned)));
   uint16_t* small = nullptr;
   CHECK(cudaMalloc(&small, size_t(128) * 14336 * 2));
   CHECK(cudaMemset(small, 0, size_t(128) * 14336 * 2));
-  CHECK(cudaEventCreate(&b.ev0));
-  CHECK(cudaEventCreate(&b.ev1));
   CHECK(cudaFuncSetAttribute(Stream, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448));
   std::printf("# %s, %d SMs; TMA streams of a rows x K fp16 operand; µs between events (median of %d)\n",
               prop.name, prop.multiProcessorCount, kReps);
@@ -262,7 +213,7 @@ int main() {
     const size_t moved = size_t(ctas) * s.k_tiles * (s.band + s.a_rows) * kRowBytes;
     for (int flushed = 0; flushed < 2; ++flushed) {
       const double us = b.Median(bytes / 16, flushed, [&] {
-        Stream<<<ctas, kThreads, smem>>>(big, sm, s, bands, b.out);
+        Stream<<<ctas, kThreads, smem>>>(big, sm, s, bands, out);
       });
       std::printf("%-14s %5d %4d %6d %4d %5d %4d %6d %6d %8s %9.2f %9.1f %11.3f\n", r.what, s.band,
                   s.box, s.stages, s.kps, s.split, s.dup, s.a_rows, ctas,
