@@ -630,16 +630,9 @@ class Search {
     std::vector<std::pair<double, Config*>> passed;
     for (const StoredMeasurement& m : History(p)) {
       if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
-      auto it = configs_.find(m.measurement.candidate_id());
-      if (it == configs_.end()) {
-        absl::StatusOr<v1::Candidate> c = store_.GetCandidate(m.measurement.candidate_id());
-        const SeedFamily* f = c.ok() ? FamilyOf(*c) : nullptr;
-        if (f == nullptr) continue;
-        Config* made = Intern(*f, c->layout(), KnobParams(c->params().begin(), c->params().end()));
-        if (made->candidate.id() != m.measurement.candidate_id()) continue;  // source changed since
-        it = configs_.find(made->candidate.id());
-      }
-      passed.emplace_back(FigureUs(m.measurement.timings(), options_.figure), &it->second);
+      Config* c = ConfigOf(m.measurement.candidate_id());
+      if (c == nullptr) continue;  // no family, or its source changed since
+      passed.emplace_back(FigureUs(m.measurement.timings(), options_.figure), c);
     }
     std::sort(passed.begin(), passed.end(), ByTimeThenId);
     std::vector<std::pair<double, Config*>> out;
@@ -837,7 +830,8 @@ class Search {
     return absl::OkStatus();
   }
 
-  // The configuration of today's families with candidate id `id`, or null.
+  // The configuration of today's families with candidate id `id`, or null (no
+  // such family, or the family's source has changed since).
   Config* ConfigOf(const std::string& id) {
     auto it = configs_.find(id);
     if (it != configs_.end()) return &it->second;
