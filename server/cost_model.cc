@@ -68,7 +68,11 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
       std::clamp<double>(ModelTerm(family, *vars, "cta_rate_permille", 1000), 1, 1000) / 1000.0;
   const double efficiency = ModelConstant(family, "efficiency", 0.8);
   const double fixed_us = ModelConstant(family, "fixed_us", 3.0);
-  const double step_ns = ModelConstant(family, "step_ns", 40.0);  // one k-step's latency floor
+  // One k-step's latency floor: a constant, or a term where the k-step's width
+  // is a knob (03's BK: a slot of two k-tiles costs what two slots of one do).
+  const double step_ns = family.model.count("step_ns") > 0
+                             ? static_cast<double>(ModelTerm(family, *vars, "step_ns", 40))
+                             : ModelConstant(family, "step_ns", 40.0);
 
   Estimate e;
   const int64_t tiles = CeilDiv(M, tm) * CeilDiv(N, tn);

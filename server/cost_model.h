@@ -14,8 +14,9 @@
 // store_hidden_permille (the share of it hidden behind other work) and variant
 // (schedules the model cannot rank apart: the search screens each);
 // constants efficiency, fixed_us (launch + prologue + epilogue), step_ns
-// (latency floor of one k-step) and misaligned_factor (the slowdown when operand
-// rows are not 16-byte multiples). Thread-compatible.
+// (latency floor of one k-step; a term too, where the k-step's width is a knob)
+// and misaligned_factor (the slowdown when operand rows are not 16-byte
+// multiples). Thread-compatible.
 #ifndef ANVIL_SERVER_COST_MODEL_H_
 #define ANVIL_SERVER_COST_MODEL_H_
 

@@ -167,6 +167,22 @@ TEST(Predict, ChargesMisalignedRowsOnlyToFamiliesThatSaySo) {
   EXPECT_NEAR(Us(f, {}, aligned), base, base * 0.01);
 }
 
+// A family whose k-step width is a knob can charge each step's latency by its
+// width (03's BK: a slot of two k-tiles costs the latency of two slots).
+TEST(Predict, AStepsLatencyMayBeATermOfTheKnobs) {
+  SeedFamily f = TiledTestFamily();
+  f.knobs.push_back({"BK", "64", {"64", "128"}, "k per step", false});
+  f.model.erase("tile_k");
+  f.model.emplace("tile_k", *Expr::Parse("ANVIL_BK"));
+  f.model_constants["step_ns"] = 4000;  // large enough to bind
+  const v1::Shape shape = MakeShape(128, 128, 65536);
+  const double bk64 = Us(f, {{"BK", "64"}}, shape);
+  EXPECT_LT(Us(f, {{"BK", "128"}}, shape), 0.6 * bk64);  // half the steps, each as cheap
+  f.model.emplace("step_ns", *Expr::Parse("4000 * ANVIL_BK / 64"));
+  EXPECT_NEAR(Us(f, {{"BK", "128"}}, shape), bk64, 0.01 * bk64);
+  EXPECT_NEAR(Us(f, {{"BK", "64"}}, shape), bk64, 0.01 * bk64);
+}
+
 TEST(Predict, CountsWasteAndWaves) {
   SeedFamily f = TiledTestFamily();
   absl::StatusOr<Estimate> e =

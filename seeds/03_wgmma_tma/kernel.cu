@@ -5,8 +5,9 @@
 // or, with PERSISTENT=1, loops over tiles (see "Persistent tile loop" and
 // "Pingpong"). The CTA has 1 + CONSUMERS warpgroups (128 threads each):
 //   * warpgroup 0, the producer: one thread issues TMA bulk-tensor loads of the
-//     A and B slices (BK = 64 halfs = 128 bytes of K) into a STAGES-deep ring
-//     of shared-memory buffers, 128-byte swizzled;
+//     A and B slices (BK = 64 or 128 halfs of K: one or two 128-byte swizzle
+//     rows, see "Two k-tiles a slot") into a STAGES-deep ring of shared-memory
+//     buffers, 128-byte swizzled;
 //   * warpgroups 1..CONSUMERS: each owns BM/CONSUMERS rows of the tile (or, in
 //     pingpong, whole tiles) and issues wgmma.mma_async m64nBNk16 (fp16 in,
 //     fp32 accumulators in registers) straight from the swizzled shared memory.
@@ -64,6 +65,24 @@
 //   limited to 128 bytes under 128B swizzle, which is why NN needs BN % 64 == 0
 //   and several boxes per stage.
 //
+// ---- Two k-tiles a slot (ANVIL_BK = 128) ---------------------------------------
+// A ring slot holds BK = 128 halfs of K instead of 64, so the producer's
+// arrive/wait round trip, the consumers' full-barrier wait and slot release are
+// paid once per 128 of K. (Measured with bench/tma_read.cu on the H100: a CTA's
+// TMA stream costs ~0.15 µs per slot plus ~0.15 µs per 64-wide k-tile's boxes,
+// whatever the bytes; 0.30 µs per k-tile at one a slot, 0.22 at two.)
+// A swizzle row is still 128 bytes, so a K-major operand (A, NT's B) is loaded
+// as two boxes {64 (K), rows} at k and k + 64 into two sub-tiles of the slot,
+// rows x 128 bytes each, the second at rows * 128 bytes (a multiple of 1024).
+// That is CuTe's K-major SW128 atom tiled over (rows, 128) with the row atoms
+// first, so the k16 step kk (0..7) starts in sub-tile kk / 4, (kk % 4) * 32
+// bytes in; SBO and LBO as above. NN's MN-major B is one box {64 (N), 128 (K)}
+// per 64 columns, 128 K-rows of 128 bytes (16 KiB) stacked along K: the k16
+// step kk still starts kk * 2048 bytes in, and LBO (next 64 N-columns) is the
+// box's 16384 bytes. layout_check.cu checks both against CuTe.
+// K tails: a box that starts past K is all TMA zero fill (its bytes still
+// count in complete_tx) and adds nothing.
+//
 // ---- Tails and alignment ----------------------------------------------------
 // M/N/K tails: TMA fills out-of-bounds box elements with zeros (and still counts
 // the full box in complete_tx), so partial tiles need no special load path;
@@ -97,7 +116,7 @@
 //     over the flat index i < M*N (partials and C share ld = N), float4 loads,
 //     8-byte stores of 4 halfs when C is 8-byte aligned, a scalar tail for the
 //     last M*N % 4 elements.
-// With one effective split (SPLIT_K == 1, or K <= 64) the kernel stores fp16 C
+// With one effective split (SPLIT_K == 1, or K <= BK) the kernel stores fp16 C
 // directly and nothing else is launched; the SPLIT_K == 1 build compiles to the
 // same code as before split-K existed (if constexpr / #if).
 // Workspace: [padded A][padded B][partials], each 256-byte aligned;
@@ -316,7 +335,8 @@
 //                       64 or 128 (each consumer owns whole tiles)
 //   ANVIL_BN            CTA tile cols = wgmma N: multiple of 16, 16..256
 //                       (NN: multiple of 64)
-//   ANVIL_BK            64 (one 128-byte swizzle row of fp16); fixed
+//   ANVIL_BK            K per ring slot: 64 (one 128-byte swizzle row of fp16) or
+//                       128 (two; see "Two k-tiles a slot")
 //   ANVIL_STAGES        ring depth, 2..16, limited by 227 KiB of shared memory
 //   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
@@ -471,11 +491,14 @@ constexpr int kMTiles = kWgRows / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;              // fp32 accumulators per thread per m64 tile
 
 
-constexpr int kRowBytes = kBK * 2;                  // 128: one swizzle row
-constexpr int kStageABytes = kBM * kRowBytes;       // A slice: BM rows x 128 B
-constexpr int kStageBBytes = kBN * kRowBytes;       // B slice: BN x 128 B (both layouts)
+constexpr int kRowBytes = 128;                      // one swizzle row: 64 halfs
+constexpr int kSubK = kBK / 64;                     // 64-wide k sub-tiles a slot
+constexpr int kSubABytes = kBM * kRowBytes;         // A sub-tile: BM rows x 128 B
+constexpr int kSubBBytes = kBN * kRowBytes;         // NT's B sub-tile: BN rows x 128 B
+constexpr int kStageABytes = kSubK * kSubABytes;    // A slice
+constexpr int kStageBBytes = kSubK * kSubBBytes;    // B slice (both layouts)
 constexpr int kStageBytes = kStageABytes + kStageBBytes;
-constexpr int kNNBoxBytes = 64 * kRowBytes;         // NN: one {64 N, 64 K} box = 8 KiB
+constexpr int kNNBoxBytes = kBK * kRowBytes;        // NN: one {64 N, BK K} box, 8 or 16 KiB
 // EPILOGUE=1 staging: each consumer's kWgRows rows x kStagePitch halfs, over the
 // ring without persistence, or (PERSISTENT=1: the ring is being refilled for
 // the next tile meanwhile) in shared memory of their own after the mbarriers.
@@ -505,7 +528,8 @@ constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            (kPersistent && kEpilogue == 1 ? kStagingBytes : 0) +
                            kOwnTmaStagingBytes;
 
-static_assert(kBK == 64, "BK must be 64: one 128-byte swizzle row of fp16");
+static_assert(kBK == 64 || kBK == 128,
+              "BK: 64 or 128 (one or two 128-byte swizzle rows of fp16 a slot)");
 static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
 static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
               "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1) must be 64 or 128 "
@@ -915,19 +939,24 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
   }
 }
 
-// Producer: k-tile kt of the tile at (m0, n0) into slot s (A, then B as one
-// K-major box in NT or BN/64 MN-major boxes in NN). With CLUSTER c > 1 the CTA
-// of cluster rank r loads its share of B (NT: rows r*BN/c.. of the box, whole
-// 8-row swizzle atoms; NN: the boxes j with j % c == r) and multicasts it to
-// every CTA of the cluster, whose full[s] each expect the whole stage.
+// Producer: k-tile kt of the tile at (m0, n0) into slot s (A as BK/64 K-major
+// boxes, one per sub-tile; then B as BK/64 K-major boxes in NT or BN/64
+// MN-major boxes of BK K-rows in NN). With CLUSTER c > 1 the CTA of cluster rank
+// r loads its share of B (NT: rows r*BN/c.. of each sub-tile's box, whole 8-row
+// swizzle atoms; NN: the boxes j with j % c == r) and multicasts it to every CTA
+// of the cluster, whose full[s] each expect the whole stage.
 __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
                                            uint32_t rank, const CUtensorMap* tmA,
                                            const CUtensorMap* tmB) {
   mbar_arrive_expect_tx(ring.full(s), kStageBytes);
-  tma_load_2d(ring.a(s), tmA, ring.full(s), kt * kBK, m0);
+#pragma unroll
+  for (int j = 0; j < kSubK; ++j)
+    tma_load_2d(ring.a(s) + j * kSubABytes, tmA, ring.full(s), kt * kBK + j * 64, m0);
   if constexpr (kCluster == 1) {
     if constexpr (kNT) {
-      tma_load_2d(ring.b(s), tmB, ring.full(s), kt * kBK, n0);
+#pragma unroll
+      for (int j = 0; j < kSubK; ++j)
+        tma_load_2d(ring.b(s) + j * kSubBBytes, tmB, ring.full(s), kt * kBK + j * 64, n0);
     } else {
 #pragma unroll
       for (int j = 0; j < kBN / 64; ++j)
@@ -937,8 +966,11 @@ __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int 
     constexpr uint16_t kAll = (1u << kCluster) - 1;
     if constexpr (kNT) {
       constexpr int kShare = kBN / kCluster;
-      tma_load_2d_multicast(ring.b(s) + rank * kShare * kRowBytes, tmB, ring.full(s),
-                            kt * kBK, n0 + static_cast<int>(rank) * kShare, kAll);
+#pragma unroll
+      for (int j = 0; j < kSubK; ++j)
+        tma_load_2d_multicast(ring.b(s) + j * kSubBBytes + rank * kShare * kRowBytes, tmB,
+                              ring.full(s), kt * kBK + j * 64,
+                              n0 + static_cast<int>(rank) * kShare, kAll);
     } else {
       for (int j = static_cast<int>(rank); j < kBN / 64; j += kCluster)
         tma_load_2d_multicast(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64,
@@ -969,16 +1001,19 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
+    // K-major operands: sub-tile kk / 4, 32 bytes per k16 step inside it.
+    const uint32_t k_off = (kk % 4) * 32;
     uint64_t db;
     if constexpr (kNT) {
-      db = make_desc(ring.b(s) + kk * 32, 16, 1024);  // K-major
+      db = make_desc(ring.b(s) + (kk / 4) * kSubBBytes + k_off, 16, 1024);  // K-major
     } else {
       db = make_desc(ring.b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
       const uint32_t a_rows = a_row0 + mt * 64;
-      const uint64_t da = make_desc(ring.a(s) + a_rows * kRowBytes + kk * 32, 16, 1024);
+      const uint64_t da =
+          make_desc(ring.a(s) + (kk / 4) * kSubABytes + a_rows * kRowBytes + k_off, 16, 1024);
       wgmma_issue(da, db, acc[mt], std::make_index_sequence<kAcc>{});
     }
   }
@@ -1863,9 +1898,10 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
     cache.valid = false;  // until every map is encoded
     Maps& m = cache.maps;
     m = Maps{};
-    if (!make_map(&m.a, a, K, M, lda, kBK, kBM)) return false;
+    // K-major boxes are 64 wide in K (one swizzle row; BK = 128 loads two).
+    if (!make_map(&m.a, a, K, M, lda, 64, kBM)) return false;
     // CLUSTER: an NT CTA loads its share of the B box (load_stage).
-    const bool ok_b = kNT ? make_map(&m.b, b, K, N, ldb, kBK, kBN / kCluster)
+    const bool ok_b = kNT ? make_map(&m.b, b, K, N, ldb, 64, kBN / kCluster)
                           : make_map(&m.b, b, N, K, ldb, 64, kBK);
     if (!ok_b) return false;
     // EPILOGUE=2: C's boxes as the consumers stage them (store_tile_tma).
