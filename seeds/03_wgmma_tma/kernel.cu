@@ -300,6 +300,20 @@
 // the workspace from call to call). The producer walks the units with counters,
 // no division per unit.
 //
+// ---- Column-split consumers (ANVIL_SPLIT_COLS=1, CONSUMERS=2) ---------------------
+// Cooperative consumers split the tile's rows, so a 64-row tile has one consumer
+// warpgroup, and one warpgroup's chain of wgmmas leaves the tensor cores idle
+// between its batches (a barrier wait, the commit and wait_group). With
+// SPLIT_COLS=1 both consumers take all BM rows (64 or 128) and consumer c the
+// columns c*BN/2.. of the tile: each issues m64 x (BN/2) x k16 wgmmas on the
+// same A rows and its half of the B slice (NT: B rows c*BN/2.., whole 8-row
+// atoms, so the descriptor starts c*BN/2*128 bytes further; NN: the boxes from
+// c*BN/128 on, so BN % 128 == 0). Ring, producer and slot release are as for
+// the row split (both consumers read every slot); the epilogues and the split-K
+// partials store each consumer's BM x BN/2 part at its column origin (staging
+// pitch BN/2 + 8; EPILOGUE=2 needs BN/2 in whole 16-column boxes). A 64x144
+// tile, cuBLASLt's for 1000^3, then runs two warpgroups of m64n72.
+//
 // ---- Pingpong (ANVIL_SCHEDULE=1, with PERSISTENT=1 and CONSUMERS=2) --------------
 // Cooperative consumers (SCHEDULE=0) split every tile and store it together, so
 // the tensor cores idle during the epilogue. In pingpong (CUTLASS's
@@ -339,6 +353,8 @@
 //                       128 (two; see "Two k-tiles a slot")
 //   ANVIL_STAGES        ring depth, 2..16, limited by 227 KiB of shared memory
 //   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
+//   ANVIL_SPLIT_COLS    0: two consumers split the tile's rows; 1: its columns
+//                       (see "Column-split consumers")
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
@@ -438,10 +454,54 @@
 #define ANVIL_SHAPE_K 0
 #endif
 
+#ifndef ANVIL_SPLIT_COLS
+#define ANVIL_SPLIT_COLS 0
+#endif
+
+// ANVIL_WG_N: the wgmma N of one consumer, BN or (SPLIT_COLS=1) BN/2, as a
+// literal: it is token-pasted into the CuTe atom's name.
+#if ANVIL_SPLIT_COLS
+#if ANVIL_BN == 32
+#define ANVIL_WG_N 16
+#elif ANVIL_BN == 48
+#define ANVIL_WG_N 24
+#elif ANVIL_BN == 64
+#define ANVIL_WG_N 32
+#elif ANVIL_BN == 80
+#define ANVIL_WG_N 40
+#elif ANVIL_BN == 96
+#define ANVIL_WG_N 48
+#elif ANVIL_BN == 112
+#define ANVIL_WG_N 56
+#elif ANVIL_BN == 128
+#define ANVIL_WG_N 64
+#elif ANVIL_BN == 144
+#define ANVIL_WG_N 72
+#elif ANVIL_BN == 160
+#define ANVIL_WG_N 80
+#elif ANVIL_BN == 176
+#define ANVIL_WG_N 88
+#elif ANVIL_BN == 192
+#define ANVIL_WG_N 96
+#elif ANVIL_BN == 208
+#define ANVIL_WG_N 104
+#elif ANVIL_BN == 224
+#define ANVIL_WG_N 112
+#elif ANVIL_BN == 240
+#define ANVIL_WG_N 120
+#elif ANVIL_BN == 256
+#define ANVIL_WG_N 128
+#else
+#error "SPLIT_COLS=1: BN must be a multiple of 16 in 32..256"
+#endif
+#else
+#define ANVIL_WG_N ANVIL_BN
+#endif
+
 // CuTe's wgmma atoms: N in {8,16,32,64,96,128,192,256} are in the base header; the
 // other multiples of 8 need its extended-shape header (much larger: only when used).
-#if ANVIL_BN != 16 && ANVIL_BN != 32 && ANVIL_BN != 64 && ANVIL_BN != 96 && \
-    ANVIL_BN != 128 && ANVIL_BN != 192 && ANVIL_BN != 256
+#if ANVIL_WG_N != 16 && ANVIL_WG_N != 32 && ANVIL_WG_N != 64 && ANVIL_WG_N != 96 && \
+    ANVIL_WG_N != 128 && ANVIL_WG_N != 192 && ANVIL_WG_N != 256
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1
 #endif
 #include <cute/arch/mma_sm90_gmma.hpp>  // wgmma atoms (raw PTX wrappers)
@@ -485,10 +545,13 @@ constexpr int kFixN = kSwapAB ? kShapeM : kShapeN;
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
 // or the whole tile (pingpong: the consumers take alternate tiles).
-constexpr int kWgRows = kPingpong ? kBM : kBM / kConsumers;
+constexpr bool kSplitCols = ANVIL_SPLIT_COLS == 1;
+constexpr int kWgRows = kPingpong || kSplitCols ? kBM : kBM / kConsumers;
+// Columns of a tile each consumer computes: all of them, or (SPLIT_COLS=1) its half.
+constexpr int kWgCols = ANVIL_WG_N;
 constexpr int kSlotReaders = kPingpong ? 1 : kConsumers;  // warpgroups reading each slot
 constexpr int kMTiles = kWgRows / 64;      // m64 wgmma tiles per consumer
-constexpr int kAcc = kBN / 2;              // fp32 accumulators per thread per m64 tile
+constexpr int kAcc = kWgCols / 2;          // fp32 accumulators per thread per m64 tile
 
 
 constexpr int kRowBytes = 128;                      // one swizzle row: 64 halfs
@@ -502,7 +565,7 @@ constexpr int kNNBoxBytes = kBK * kRowBytes;        // NN: one {64 N, BK K} box,
 // EPILOGUE=1 staging: each consumer's kWgRows rows x kStagePitch halfs, over the
 // ring without persistence, or (PERSISTENT=1: the ring is being refilled for
 // the next tile meanwhile) in shared memory of their own after the mbarriers.
-constexpr int kStagePitch = kBN + 8;  // halfs; +16 B shifts rows by 4 banks
+constexpr int kStagePitch = kWgCols + 8;  // halfs; +16 B shifts rows by 4 banks
 constexpr int kWgStagingBytes = kWgRows * kStagePitch * 2;
 constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 // EPILOGUE=2 staging: each consumer's kWgRows x BN halfs as TMA boxes of kWgRows
@@ -513,10 +576,10 @@ constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 // stores slab by slab, and the consumers' alternate epilogues hand over.
 constexpr bool kSharedTmaStaging = kPingpong && kEpilogue == 2;
 constexpr int kTmaSlabRows = kSharedTmaStaging ? 64 : kWgRows;  // rows staged at a time
-constexpr int kTmaBoxCols = kBN % 64 == 0 ? 64 : kBN % 32 == 0 ? 32 : 16;
+constexpr int kTmaBoxCols = kWgCols % 64 == 0 ? 64 : kWgCols % 32 == 0 ? 32 : 16;
 constexpr int kTmaBoxBytes = kTmaSlabRows * kTmaBoxCols * 2;
 constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
-constexpr int kWgTmaStagingBytes = kTmaSlabRows * kBN * 2;
+constexpr int kWgTmaStagingBytes = kTmaSlabRows * kWgCols * 2;
 constexpr int kOwnTmaStagingBytes =
     kPersistent && kEpilogue == 2 ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
                                   : 0;
@@ -594,15 +657,28 @@ static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
               "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
 static_assert(kPersistent >= 1 || kEpilogue != 1 || kStagingBytes <= kStages * kStageBytes,
               "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
-static_assert((kStagePitch * 2) % 16 == 0 && (kWgRows * kBN / 8) % 128 == 0 &&
-                  kWgStagingBytes % 16 == 0,
-              "staging rows must be 16-byte aligned and split evenly over 128 threads");
+static_assert((kStagePitch * 2) % 16 == 0 && kWgStagingBytes % 16 == 0,
+              "staging rows must be 16-byte aligned");
+static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1, "SPLIT_COLS: 0 or 1");
+static_assert(!kSplitCols || (kConsumers == 2 && !kPingpong && (kBM == 64 || kBM == 128) &&
+                              kWgCols * 2 == kBN && kWgCols % 8 == 0),
+              "SPLIT_COLS=1: two cooperative consumers, BM 64 or 128, each BN/2 columns");
+static_assert(!kSplitCols || kNT || kWgCols % 64 == 0,
+              "SPLIT_COLS=1 in NN: a consumer's B columns must start on a 64-wide box");
+static_assert(kEpilogue != 2 || kWgCols % 16 == 0,
+              "EPILOGUE=2: a consumer's columns must be whole TMA boxes of 16, 32 or 64");
 
 // wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
 #define ANVIL_GMMA_ATOM_(n) gmma::MMA_64x##n##x16_F32F16F16_SS
 #define ANVIL_GMMA_ATOM(n) ANVIL_GMMA_ATOM_(n)
 constexpr gmma::Major kMajorB = kNT ? gmma::Major::K : gmma::Major::MN;
-using GmmaAtom = ANVIL_GMMA_ATOM(ANVIL_BN)<gmma::Major::K, kMajorB>;
+using GmmaAtom = ANVIL_GMMA_ATOM(ANVIL_WG_N)<gmma::Major::K, kMajorB>;
+
+// Where consumer c's rows and columns start in the CTA tile: it owns rows
+// c*kWgRows.. (cooperative), or columns c*kWgCols.. (SPLIT_COLS=1); pingpong's
+// consumers own whole tiles (the callers pass 0 there).
+__host__ __device__ constexpr int wg_row(int c) { return kSplitCols ? 0 : c * kWgRows; }
+__host__ __device__ constexpr int wg_col(int c) { return kSplitCols ? c * kWgCols : 0; }
 
 // ---- PTX wrappers -----------------------------------------------------------
 
@@ -993,9 +1069,10 @@ __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
 }
 
 // The wgmmas of slot s for the kWgRows rows of the A slice starting at row
-// a_row0 into acc; on return this stage's wgmmas are in flight and the previous
-// stage's are complete (its slot may be released).
-__device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
+// a_row0 and the kWgCols columns of the B slice starting at b_col0 into acc; on
+// return this stage's wgmmas are in flight and the previous stage's are
+// complete (its slot may be released).
+__device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0, int b_col0,
                                           float (&acc)[kMTiles][kAcc]) {
   fence_acc(acc);
   wgmma_fence();
@@ -1005,9 +1082,11 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0,
     const uint32_t k_off = (kk % 4) * 32;
     uint64_t db;
     if constexpr (kNT) {
-      db = make_desc(ring.b(s) + (kk / 4) * kSubBBytes + k_off, 16, 1024);  // K-major
+      db = make_desc(ring.b(s) + (kk / 4) * kSubBBytes + b_col0 * kRowBytes + k_off, 16,
+                     1024);  // K-major: b_col0 is whole 8-row atoms
     } else {
-      db = make_desc(ring.b(s) + kk * 16 * kRowBytes, kNNBoxBytes, 1024);  // MN-major
+      db = make_desc(ring.b(s) + (b_col0 / 64) * kNNBoxBytes + kk * 16 * kRowBytes, kNNBoxBytes,
+                     1024);  // MN-major: b_col0 is whole 64-wide boxes
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -1034,11 +1113,11 @@ __device__ __forceinline__ void for_each_fragment(int row0, int col0, Fn&& fn) {
   for (int mt = 0; mt < kMTiles; ++mt) {
     const int row = row0 + mt * 64 + warp * 16 + lane / 4;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) fn(mt, j, row, col0 + j * 8 + (lane % 4) * 2);
+    for (int j = 0; j < kWgCols / 8; ++j) fn(mt, j, row, col0 + j * 8 + (lane % 4) * 2);
   }
 }
 
-// This warpgroup's kWgRows x BN accumulators straight to C rows row0.., cols n0..
+// This warpgroup's kWgRows x kWgCols accumulators straight to C rows row0.., cols n0..
 __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int row0, int n0,
                                                   float (&acc)[kMTiles][kAcc]) {
   const bool pairs_ok = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
@@ -1065,7 +1144,7 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   });
   named_bar_sync(bar, 128);
   const bool vec_ok = (N % 8 == 0) && (reinterpret_cast<uintptr_t>(C) % 16 == 0);
-  constexpr int kChunks = kBN / 8;  // 16-byte chunks per staged row
+  constexpr int kChunks = kWgCols / 8;  // 16-byte chunks per staged row
   const int t = threadIdx.x % 128;
 #pragma unroll 4
   for (int idx = t; idx < kWgRows * kChunks; idx += 128) {
@@ -1131,7 +1210,7 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
     const int slab_row0 = row0 + slab * kTmaSlabRows;
     if (leader && slab_row0 < M) {
 #pragma unroll
-      for (int b = 0; b < kBN / kTmaBoxCols; ++b)
+      for (int b = 0; b < kWgCols / kTmaBoxCols; ++b)
         if (n0 + b * kTmaBoxCols < N)
           tma_store_2d(tmC, stage + static_cast<uint32_t>(b * kTmaBoxBytes),
                        n0 + b * kTmaBoxCols, slab_row0);
@@ -1153,11 +1232,12 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
     store_tile_direct(C, M, N, row0, n0, acc);
 }
 
-// SPLIT_REDUCE=1, step 1: this consumer's kWgRows x BN fp32 accumulators into
-// rows c*kWgRows.. of the CTA's partial tile at `red` (row r at r * kRedPitch floats).
+// SPLIT_REDUCE=1, step 1: this consumer's kWgRows x kWgCols fp32 accumulators
+// into its rows and columns of the CTA's partial tile at `red` (row r at
+// r * kRedPitch floats).
 [[maybe_unused]] __device__ __forceinline__ void stage_partial(uint32_t red, int c,
                                                                float (&acc)[kMTiles][kAcc]) {
-  for_each_fragment(c * kWgRows, 0, [&](int mt, int j, int r, int q) {
+  for_each_fragment(wg_row(c), wg_col(c), [&](int mt, int j, int r, int q) {
     const uint32_t a = red + static_cast<uint32_t>((r * kRedPitch + q) * 4);
     sts_f2(a, acc[mt][4 * j + 0], acc[mt][4 * j + 1]);
     sts_f2(a + 8 * kRedPitch * 4, acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
@@ -1243,14 +1323,16 @@ template <typename Fn>
     }
 }
 
-// One tile's main loop for a consumer: waits for and consumes the ring positions
-// of its k_tiles k-iterations from (s, parity), leaving them advanced, and
+// One tile's main loop for a consumer (rows a_row0.. and columns b_col0.. of the
+// tile): waits for and consumes the ring positions of its k_tiles k-iterations
+// from (s, parity), leaving them advanced, and
 // releases every slot it used (the last one after wgmma_wait<0>). With
 // `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
 // as its last wgmmas are issued.
 [[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
                                                               uint32_t& parity, int k_tiles,
-                                                              int a_row0, int turn_done,
+                                                              int a_row0, int b_col0,
+                                                              int turn_done,
                                                               float (&acc)[kMTiles][kAcc]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -1260,7 +1342,7 @@ template <typename Fn>
   int prev_s = 0;  // slot of the previous k-iteration of this tile
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
-    mma_stage(ring, s, a_row0, acc);
+    mma_stage(ring, s, a_row0, b_col0, acc);
     if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
     prev_s = s;
     if (++s == kStages) {
@@ -1415,8 +1497,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (unsigned i = 0; i < dp_waves; ++i, stored = true) {
         int m0, n0;
         local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
+        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
+                   n0 + wg_col(c), acc);
       }
       int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
       int kt0 = static_cast<int>(u0 % k_tiles);
@@ -1424,7 +1507,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
         const unsigned long long tile_end = u - kt0 + k_tiles;
         const int n_kt = static_cast<int>((u1 < tile_end ? u1 : tile_end) - u);
-        consume_tile(ring, s, parity, n_kt, c * kWgRows, -1, acc);
+        consume_tile(ring, s, parity, n_kt, wg_row(c), wg_col(c), -1, acc);
         u += n_kt;
         if (kt0 > 0) {
           float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
@@ -1443,7 +1526,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         int m0, n0;
         tile_origin(t, tiles_m, tiles_n, m0, n0);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
+        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
+                   n0 + wg_col(c), acc);
         stored = true;
       }
     } else if constexpr (kPingpong) {
@@ -1464,7 +1548,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         int s = static_cast<int>(g % kStages);
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
-        consume_tile(ring, s, parity, k_tiles, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
+        consume_tile(ring, s, parity, k_tiles, 0, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
         if constexpr (kSharedTmaStaging) {
           // One TMA staging buffer for both (see "Pingpong"): tile i's epilogue
           // waits until tile i - 1's stores have read it, and hands it on once its
@@ -1488,8 +1572,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (unsigned i = 0; i < n_local; ++i) {
         int m0, n0;
         local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, c * kWgRows, -1, acc);
-        store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + c * kWgRows, n0, acc);
+        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+        store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + wg_row(c),
+                   n0 + wg_col(c), acc);
       }
     }
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
@@ -1570,7 +1655,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
     const int lane = threadIdx.x % 32;
-    const int row0 = m0 + c * kWgRows;
+    const int row0 = m0 + wg_row(c);  // this consumer's part of the tile
+    const int col0 = n0 + wg_col(c);
 
     float acc[kMTiles][kAcc];
 #pragma unroll
@@ -1581,7 +1667,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < n_kt; ++i) {
       const int s = i % kStages;
       mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-      mma_stage(ring, s, c * kWgRows, acc);
+      mma_stage(ring, s, wg_row(c), wg_col(c), acc);
       if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
     }
     wgmma_wait<0>();
@@ -1594,7 +1680,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // after this kernel, sums the slabs.
       const bool fpairs_ok = (N % 2 == 0);
       float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
-      for_each_fragment(row0, n0, [&](int mt, int j, int row, int col) {
+      for_each_fragment(row0, col0, [&](int mt, int j, int row, int col) {
         store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
         store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
                        fpairs_ok);
@@ -1614,18 +1700,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
       // over the consumer threads (the producer warpgroup does not take part)
       // makes sure no other consumer's wgmma still reads it either. Each consumer
-      // stages its rows at the start of the ring.
+      // stages its part at the start of the ring.
       named_bar_sync<1, 128 * kConsumers>();
       store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
-                        N, row0, n0, acc);
+                        N, row0, col0, acc);
     } else if constexpr (kEpilogue == 2) {
       // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
       if (c_tma) named_bar_sync<1, 128 * kConsumers>();
       store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
-                     c_tma != 0, C, M, N, row0, n0, acc);
+                     c_tma != 0, C, M, N, row0, col0, acc);
       if (threadIdx.x % 128 == 0) bulk_wait_read();
     } else {
-      store_tile_direct(C, M, N, row0, n0, acc);
+      store_tile_direct(C, M, N, row0, col0, acc);
     }
   }
 #endif  // ANVIL_PERSISTENT
