@@ -100,6 +100,27 @@ TEST(LoadSeeds, WgmmaRulesFollowTheKernelsLimits) {
   EXPECT_FALSE(legal(v1::LAYOUT_NN, swap));
   swap["EPILOGUE"] = "1";
   EXPECT_FALSE(legal(v1::LAYOUT_NT, swap));
+  // Column-split consumers: two cooperative ones, each all of a 64- or 128-row
+  // tile (a 256-row tile would be 4 m64 tiles each: the search once built three).
+  KnobParams cols = {{"BM", "64"}, {"BN", "144"}, {"CONSUMERS", "2"}, {"SPLIT_COLS", "1"},
+                     {"STAGES", "8"}, {"CLUSTER", "2"}, {"EPILOGUE", "1"}};
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, cols));
+  EXPECT_FALSE(legal(v1::LAYOUT_NN, cols));  // NN's half of B must start on a 64-wide box
+  cols["EPILOGUE"] = "2";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, cols));  // 72 columns are not whole TMA store boxes
+  cols = {{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"SPLIT_COLS", "1"}, {"STAGES", "4"}};
+  EXPECT_FALSE(legal(v1::LAYOUT_NN, cols));
+  cols["BM"] = "128";
+  EXPECT_TRUE(legal(v1::LAYOUT_NN, cols));
+  cols["CONSUMERS"] = "1";
+  EXPECT_FALSE(legal(v1::LAYOUT_NN, cols));
+  // BK=128: a slot of two k-tiles counts twice the shared memory.
+  KnobParams bk = {{"BM", "64"}, {"BN", "64"}, {"CONSUMERS", "1"}, {"STAGES", "8"}};
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, bk));
+  bk["BK"] = "128";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, bk));  // 8 x 32 KiB
+  bk["STAGES"] = "6";
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, bk));
 }
 
 // The Hopper and small-tile families take the problem's shape as constants when
