@@ -121,6 +121,16 @@ TEST(LoadSeeds, WgmmaRulesFollowTheKernelsLimits) {
   EXPECT_FALSE(legal(v1::LAYOUT_NT, bk));  // 8 x 32 KiB
   bk["STAGES"] = "6";
   EXPECT_TRUE(legal(v1::LAYOUT_NT, bk));
+  // Two-dimensional clusters: at most 8 CTAs, on the tile-per-CTA grid only.
+  KnobParams grid2d = {{"BM", "128"}, {"BN", "96"}, {"CLUSTER", "4"}, {"CLUSTER_N", "2"},
+                       {"STAGES", "5"}, {"EPILOGUE", "1"}};
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, grid2d));
+  grid2d["CLUSTER_N"] = "4";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, grid2d));  // 16 CTAs
+  grid2d["CLUSTER"] = "2";
+  EXPECT_TRUE(legal(v1::LAYOUT_NT, grid2d));
+  grid2d["PERSISTENT"] = "1";
+  EXPECT_FALSE(legal(v1::LAYOUT_NT, grid2d));
 }
 
 // The Hopper and small-tile families take the problem's shape as constants when

@@ -61,7 +61,9 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const bool stream_k = ModelTerm(family, *vars, "stream_k", 0) != 0;
   // Clusters of `multicast` CTAs share one operand slice through TMA multicast:
   // each loads 1/multicast of the tile_n rows, and whole clusters must fit a GPC.
+  // Two-dimensional clusters: `multicast_n` CTAs share the tile_m rows too.
   const int64_t multicast = std::max<int64_t>(1, ModelTerm(family, *vars, "multicast", 1));
+  const int64_t multicast_n = std::max<int64_t>(1, ModelTerm(family, *vars, "multicast_n", 1));
   const int64_t per_sm = std::max<int64_t>(1, ModelTerm(family, *vars, "ctas_per_sm", 1));
   // The fraction of one SM's tensor throughput a lone CTA can drive (per mille).
   const double cta_rate =
@@ -79,7 +81,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   e.waste = static_cast<double>(CeilDiv(M, tm) * tm * CeilDiv(N, tn) * tn) / (M * N) - 1.0;
   e.ctas = tiles * split;
   // A cluster is co-scheduled on one GPC: fewer SMs take clusters at once.
-  const int64_t sms = device.ClusterSlots(in_cluster ? split : multicast);
+  const int64_t sms = device.ClusterSlots(in_cluster ? split : multicast * multicast_n);
   const int64_t slots = sms * per_sm;
   e.waves = static_cast<double>(e.ctas) / slots;
   const int64_t k_tiles = CeilDiv(K, tk);
@@ -98,7 +100,8 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   const double cta_flops = 2.0 * tm * tn * k_steps * tk;
   const double compute_s = load * cta_flops / (sm_rate * std::min(1.0, cta_rate * together));
   const double latency_s = CeilDiv(load, per_sm) * k_steps * step_ns * 1e-9;
-  const double rows_per_k_tile = tm + static_cast<double>(tn) / multicast;
+  const double rows_per_k_tile =
+      static_cast<double>(tm) / multicast_n + static_cast<double>(tn) / multicast;
   const double l2_s = e.ctas * rows_per_k_tile * k_steps * tk * 2.0 / device.l2_bytes_per_s;
   // DRAM: operands once, C (or the fp32 partials) once.
   const double c_bytes = slabs ? split * M * N * 4.0 : M * N * 2.0;

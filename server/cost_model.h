@@ -7,7 +7,8 @@
 // "model" section, so a new family describes itself: tile_m, tile_n, tile_k,
 // split_k, split_in_cluster (nonzero: the splits sum in a cluster, with no
 // workspace slabs and no reduce kernel), multicast (CTAs of a cluster that share
-// the tile_n operand rows through TMA multicast; 1 = none), ctas_per_sm,
+// the tile_n operand rows through TMA multicast; 1 = none), multicast_n (those
+// that share the tile_m rows), ctas_per_sm,
 // cta_rate_permille (the share of an SM's tensor rate one CTA drives),
 // pipeline_permille (main-loop efficiency of the ring depth), store_permille (a
 // tile's store cost against ideal DRAM-rate stores; 0 = not modelled),

@@ -131,6 +131,28 @@ TEST(Predict, MulticastClustersReadAShareOfBAndHoldFewerCtas) {
   EXPECT_DOUBLE_EQ(p1->us, one->us);
 }
 
+TEST(Predict, TwoDimensionalClustersShareTheTileMRowsToo) {
+  SeedFamily f = TiledTestFamily();
+  f.knobs.push_back({"CLUSTER", "1", {"1", "2", "4"}, "multicast cluster", true});
+  f.knobs.push_back({"CLUSTER_N", "1", {"1", "2"}, "multicast along N", true});
+  f.model.emplace("multicast", *Expr::Parse("ANVIL_CLUSTER"));
+  f.model.emplace("multicast_n", *Expr::Parse("ANVIL_CLUSTER_N"));
+  DeviceModel slow_l2;
+  slow_l2.l2_bytes_per_s = 1e12;
+  auto predict = [&](const char* cm, const char* cn) {
+    return Predict(f, v1::LAYOUT_NT,
+                   {{"BM", "128"}, {"BN", "128"}, {"CLUSTER", cm}, {"CLUSTER_N", cn}},
+                   MakeShape(1024, 1024, 1024), slow_l2);
+  };
+  // 64 CTAs of 128x128: 128 + 128/4 rows a k-tile in clusters of 4 along M,
+  // 64 + 32 in clusters of 4 x 2; clusters of 8 hold 120 CTAs at once.
+  absl::StatusOr<Estimate> m4 = predict("4", "1"), m4n2 = predict("4", "2");
+  ASSERT_TRUE(m4.ok() && m4n2.ok());
+  ASSERT_EQ(m4->bound, "l2");
+  EXPECT_NEAR((m4n2->us - 3.0) / (m4->us - 3.0), (64 + 32) / (128.0 + 32), 0.01);
+  EXPECT_NEAR(m4n2->waves, 64.0 / 120, 1e-9);
+}
+
 TEST(Predict, SwappedOperandsPutTheShortSideOnTheTilesN) {
   // As 03_wgmma_tma's seed.json: SWAP_AB=1 runs the N x M product, so the tile's
   // BM rows cover N and its BN columns cover M.

@@ -232,6 +232,22 @@
 //   0.65 µs on the H100 (bench/cluster_cost.cu), against 0.07 for the relaxed
 //   start.
 //
+// ---- Early fill (tile-per-CTA grid) ---------------------------------------------------
+// The tensor-map prefetch is the kernel's first instruction. Without persistence,
+// thread 0 then initialises the ring's barriers and, before the CTA (or cluster)
+// barrier, issues the first stage itself, after its own griddepcontrol.wait (the
+// operands may be the previous kernel's output): the barrier it arrives on and
+// the TMA completes on is its own, initialised and fenced to the async proxy by
+// the same thread, and the other threads pass the CTA barrier before they touch
+// the ring. In a multicast cluster the B share lands in the peers' barriers, so
+// only the stage's A goes early and its B follows the cluster barrier; with
+// CLUSTER_N > 1 A is multicast too and nothing goes early. The first k-tile was
+// issued ~0.2-0.3 us after the ring's initialisation (the barrier, setmaxnreg, the
+// producer loop's start) and is on the critical path of every short kernel: on
+// the H100 this took 2-4% off 64x4096x256, 512x2048x512, 256x64x12288 and 1000^3
+// (bench/NOTES.md, session 18). Issuing the whole first fill early was slower: a
+// stage takes thread 0 ~0.1 us to issue, and the consumers wait at the barrier.
+//
 // ---- Shape specialisation (ANVIL_SHAPE_M/N/K) ----------------------------------------
 // A configuration built for one problem: the kernel reads M, N, K and the tile
 // counts as constants instead of its arguments, so nvcc folds the k-loop's trip
@@ -438,6 +454,9 @@
 #ifndef ANVIL_CLUSTER
 #define ANVIL_CLUSTER 1
 #endif
+#ifndef ANVIL_CLUSTER_N
+#define ANVIL_CLUSTER_N 1
+#endif
 #ifndef ANVIL_SPLIT_REDUCE
 #define ANVIL_SPLIT_REDUCE 0
 #endif
@@ -531,7 +550,9 @@ constexpr bool kStreamK = ANVIL_PERSISTENT == 2;
 constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
 constexpr int kPdlMode = ANVIL_PDL;
 constexpr bool kPdl = kPdlMode != 0;
-constexpr int kCluster = ANVIL_CLUSTER;
+constexpr int kCluster = ANVIL_CLUSTER;      // cluster CTAs along M: they share B
+constexpr int kClusterN = ANVIL_CLUSTER_N;   // cluster CTAs along N: they share A
+constexpr int kClusterSize = kCluster * kClusterN;
 constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
 constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
 // SHAPE_M/N/K: the caller's problem (0 = any), and the kernel's view of it
@@ -612,6 +633,11 @@ static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
 static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
 static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
 static_assert(kCluster == 1 || !kStreamK, "CLUSTER: not with stream-K");
+static_assert(kClusterN == 1 || kClusterN == 2 || kClusterN == 4, "CLUSTER_N: 1, 2 or 4");
+static_assert(kClusterSize <= 8, "CLUSTER x CLUSTER_N: at most 8 CTAs (the portable cluster)");
+static_assert(kClusterN == 1 || (kPersistent == 0 && !kClusterReduce),
+              "CLUSTER_N: only the tile-per-CTA grid (the persistent loop's clusters are "
+              "columns of tiles; the cluster sum's cluster spans the K splits)");
 static_assert(!kNT || (kBN / kCluster) % 8 == 0,
               "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
 static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
@@ -639,7 +665,7 @@ static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
 static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
 static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
               "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
-static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kCluster == 1),
+static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kClusterSize == 1),
               "SWAP_AB=1: NT only, direct stores (EPILOGUE 0), no SPLIT_REDUCE, no CLUSTER");
 static_assert(kEpilogue >= 0 && kEpilogue <= 2,
               "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
@@ -680,6 +706,23 @@ using GmmaAtom = ANVIL_GMMA_ATOM(ANVIL_WG_N)<gmma::Major::K, kMajorB>;
 __host__ __device__ constexpr int wg_row(int c) { return kSplitCols ? 0 : c * kWgRows; }
 __host__ __device__ constexpr int wg_col(int c) { return kSplitCols ? c * kWgCols : 0; }
 
+// ---- Timing probes (bench/cta_trace.cu only) --------------------------------
+// With ANVIL_TRACE defined (never in a candidate build) the tile-per-CTA path
+// records, per CTA, the SM clock at its milestones and the global timer at
+// entry and exit into anvil_trace (see bench/cta_trace.cu for the slots).
+#ifdef ANVIL_TRACE
+__device__ unsigned long long anvil_trace[ANVIL_TRACE][256];
+#define ANVIL_MARK(slot, value) \
+  (anvil_trace[blockIdx.x + gridDim.x * blockIdx.y][(slot)] = (value))
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#else
+#define ANVIL_MARK(slot, value) ((void)0)
+#endif
+
 // ---- PTX wrappers -----------------------------------------------------------
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -713,7 +756,7 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 // This CTA's rank in its cluster (0 without clusters).
 [[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
-  if constexpr (kCluster == 1) return 0;
+  if constexpr (kClusterSize == 1) return 0;
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
@@ -1005,29 +1048,67 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(ring.full(s), 1);
-      // lane 0 of each reading warp, of every CTA the slot's B is multicast to
-      mbar_init(ring.empty(s), kSlotReaders * 4 * kCluster);
+      // lane 0 of each reading warp, of every CTA the slot's A or B is multicast to
+      // (the CTA's cluster column and row: itself once)
+      mbar_init(ring.empty(s), kSlotReaders * 4 * (kCluster + kClusterN - 1));
     }
+    ANVIL_MARK(205, clock64());
     // Make the initialised barriers visible to the other threads and to the
     // async proxy (TMA complete_tx) before anyone uses them.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    ANVIL_MARK(206, clock64());
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
 }
 
+// A cluster of CLUSTER x CLUSTER_N CTAs: rank r sits at row r % CLUSTER and
+// column r / CLUSTER of the cluster's tiles. Those of one column share the B
+// slice, those of one row the A slice.
+__device__ __forceinline__ uint32_t cluster_row(uint32_t rank) {
+  return kClusterN == 1 ? rank : rank % kCluster;
+}
+__device__ __forceinline__ uint32_t cluster_col(uint32_t rank) {
+  return kClusterN == 1 ? 0 : rank / kCluster;
+}
+// Multicast masks: the CTAs of rank's cluster column (B) and cluster row (A).
+__device__ __forceinline__ uint16_t column_mask(uint32_t rank) {
+  return static_cast<uint16_t>(((1u << kCluster) - 1) << (cluster_col(rank) * kCluster));
+}
+__device__ __forceinline__ uint16_t row_mask(uint32_t rank) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < kClusterN; ++j) m |= 1u << (cluster_row(rank) + j * kCluster);
+  return static_cast<uint16_t>(m);
+}
+
 // Producer: k-tile kt of the tile at (m0, n0) into slot s (A as BK/64 K-major
 // boxes, one per sub-tile; then B as BK/64 K-major boxes in NT or BN/64
-// MN-major boxes of BK K-rows in NN). With CLUSTER c > 1 the CTA of cluster rank
-// r loads its share of B (NT: rows r*BN/c.. of each sub-tile's box, whole 8-row
-// swizzle atoms; NN: the boxes j with j % c == r) and multicasts it to every CTA
-// of the cluster, whose full[s] each expect the whole stage.
-__device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
-                                           uint32_t rank, const CUtensorMap* tmA,
-                                           const CUtensorMap* tmB) {
+// MN-major boxes of BK K-rows in NN). In a cluster, a CTA loads its share of
+// each operand its cluster column or row shares and multicasts it to them, and
+// every full[s] expects the whole stage: B (CLUSTER > 1) in NT rows
+// i*BN/CLUSTER.. of each sub-tile's box (whole 8-row swizzle atoms), in NN the
+// boxes j with j % CLUSTER == i, for cluster row i; A (CLUSTER_N > 1) rows
+// j*BM/CLUSTER_N.. of each sub-tile's box, for cluster column j.
+// Its first half: the full barrier's expected bytes (the whole stage) and A.
+__device__ __forceinline__ void load_stage_a(const Ring& ring, int s, int kt, int m0,
+                                             uint32_t rank, const CUtensorMap* tmA) {
   mbar_arrive_expect_tx(ring.full(s), kStageBytes);
+  if constexpr (kClusterN == 1) {
 #pragma unroll
-  for (int j = 0; j < kSubK; ++j)
-    tma_load_2d(ring.a(s) + j * kSubABytes, tmA, ring.full(s), kt * kBK + j * 64, m0);
+    for (int j = 0; j < kSubK; ++j)
+      tma_load_2d(ring.a(s) + j * kSubABytes, tmA, ring.full(s), kt * kBK + j * 64, m0);
+  } else {
+    constexpr int kShare = kBM / kClusterN;
+    const int col = static_cast<int>(cluster_col(rank));
+#pragma unroll
+    for (int j = 0; j < kSubK; ++j)
+      tma_load_2d_multicast(ring.a(s) + j * kSubABytes + col * kShare * kRowBytes, tmA,
+                            ring.full(s), kt * kBK + j * 64, m0 + col * kShare, row_mask(rank));
+  }
+}
+// Its second half: B.
+__device__ __forceinline__ void load_stage_b(const Ring& ring, int s, int kt, int n0,
+                                             uint32_t rank, const CUtensorMap* tmB) {
   if constexpr (kCluster == 1) {
     if constexpr (kNT) {
 #pragma unroll
@@ -1039,32 +1120,46 @@ __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int 
         tma_load_2d(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64, kt * kBK);
     }
   } else {
-    constexpr uint16_t kAll = (1u << kCluster) - 1;
+    const int row = static_cast<int>(cluster_row(rank));
     if constexpr (kNT) {
       constexpr int kShare = kBN / kCluster;
 #pragma unroll
       for (int j = 0; j < kSubK; ++j)
-        tma_load_2d_multicast(ring.b(s) + j * kSubBBytes + rank * kShare * kRowBytes, tmB,
-                              ring.full(s), kt * kBK + j * 64,
-                              n0 + static_cast<int>(rank) * kShare, kAll);
+        tma_load_2d_multicast(ring.b(s) + j * kSubBBytes + row * kShare * kRowBytes, tmB,
+                              ring.full(s), kt * kBK + j * 64, n0 + row * kShare,
+                              column_mask(rank));
     } else {
-      for (int j = static_cast<int>(rank); j < kBN / 64; j += kCluster)
+      for (int j = row; j < kBN / 64; j += kCluster)
         tma_load_2d_multicast(ring.b(s) + j * kNNBoxBytes, tmB, ring.full(s), n0 + j * 64,
-                              kt * kBK, kAll);
+                              kt * kBK, column_mask(rank));
     }
   }
 }
+__device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int m0, int n0,
+                                           uint32_t rank, const CUtensorMap* tmA,
+                                           const CUtensorMap* tmB) {
+  load_stage_a(ring, s, kt, m0, rank, tmA);
+  load_stage_b(ring, s, kt, n0, rank, tmB);
+}
 
-// A consumer warp's release of slot s: in every CTA its B was multicast to.
+// A consumer warp's release of slot s: in every CTA that multicasts into it
+// (its cluster column and row), so none refills the slot while this CTA reads it.
 __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
-  if constexpr (kCluster == 1) {
+  if constexpr (kClusterSize == 1) {
     mbar_arrive(ring.empty(s));
   } else {
     const uint32_t me = cluster_rank();
     mbar_arrive(ring.empty(s));
 #pragma unroll
-    for (uint32_t r = 0; r < kCluster; ++r)
+    for (uint32_t i = 0; i < kCluster; ++i) {
+      const uint32_t r = cluster_col(me) * kCluster + i;
       if (r != me) mbar_arrive_cluster(ring.empty(s), r);
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < kClusterN; ++j) {
+      const uint32_t r = cluster_row(me) + j * kCluster;
+      if (kClusterN > 1 && r != me) mbar_arrive_cluster(ring.empty(s), r);
+    }
   }
 }
 
@@ -1380,6 +1475,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Ring ring{sA0, sB0, sTma0 + kOwnTmaStagingBytes};
   const int k_tiles = (K + kBK - 1) / kBK;
   const int wg = threadIdx.x / 128;
+  // The tensor maps are kernel parameters: their prefetch needs no wait, and
+  // starts first, so the descriptors' fetch overlaps the tile arithmetic below.
+  if (threadIdx.x == 0) {
+    prefetch_tensormap(&tmA);
+    prefetch_tensormap(&tmB);
+    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
+  }
 
 #if ANVIL_PERSISTENT
   // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
@@ -1409,11 +1511,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned long long u0 = unit_start(blockIdx.x, units);
   const unsigned long long u1 = unit_start(blockIdx.x + 1, units);
 
-  if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
-    prefetch_tensormap(&tmA);
-    prefetch_tensormap(&tmB);
-    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
-  }
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
   if constexpr (kCluster > 1) cluster_sync_after_init();
@@ -1585,18 +1682,25 @@ __global__ void __launch_bounds__(kThreads, 1)
   (void)partials;
   (void)slab;
 #else
-  // CLUSTER c > 1: the cluster (CTAs ci .. ci+c-1) takes a cBM x BN group of tiles
-  // through the grouped raster over groups; rank r computes rows m0 + r*BM. When
-  // c does not divide the number of tile-rows, the last groups' higher ranks lie
-  // below M: their A boxes are zero-filled by TMA and their stores masked, but
-  // they still load and multicast their share of B.
+  // A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
+  // CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
+  // computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
+  // group sticks out of C, the ranks past M or N have their A or B boxes
+  // zero-filled by TMA and their stores masked, but they still load and
+  // multicast their shares.
+  if (threadIdx.x == 0) {
+    ANVIL_MARK(0, global_ns());
+    ANVIL_MARK(1, clock64());
+  }
   const uint32_t rank = cluster_rank();
   int m0, n0;
-  if constexpr (kCluster == 1) {
+  if constexpr (kClusterSize == 1) {
     tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
   } else {
-    tile_origin(blockIdx.x / kCluster, (tiles_m + kCluster - 1) / kCluster, tiles_n, m0, n0);
-    m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
+                (tiles_n + kClusterN - 1) / kClusterN, m0, n0);
+    m0 = m0 * kCluster + static_cast<int>(cluster_row(rank)) * kBM;
+    n0 = n0 * kClusterN + static_cast<int>(cluster_col(rank)) * kBN;
   }
   // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
   // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
@@ -1610,16 +1714,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
   }
 
-  if (threadIdx.x == 0) {  // kernel parameters: no need to wait for them
-    prefetch_tensormap(&tmA);
-    prefetch_tensormap(&tmB);
-    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
-  }
   init_ring(ring);
+  if (threadIdx.x == 0) ANVIL_MARK(6, clock64());
+  // The ring's first stage (see "Early fill"): the producer thread's own barriers
+  // are initialised, so it issues what of it needs no peer before the barrier.
+  const int early = kClusterN == 1 ? 1 : 0;
+  if (threadIdx.x == 0 && early > 0) {
+    pdl_wait();  // the operands may come from the previous kernel
+    ANVIL_MARK(8, clock64());
+    load_stage_a(ring, 0, kt_begin, m0, rank, &tmA);
+    if constexpr (kCluster == 1) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
+  }
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
-  if constexpr (kCluster > 1) cluster_sync_after_init();
+  if constexpr (kClusterSize > 1) cluster_sync_after_init();
   else __syncthreads();
+  if (threadIdx.x == 0) ANVIL_MARK(7, clock64());
   pdl_wait();
+  if (threadIdx.x == 0) ANVIL_MARK(2, clock64());
   // Split-K with slabs: the reduce kernel comes next.
   const bool last_kernel = gridDim.y == 1 || kClusterReduce;
   // SPLIT_REDUCE=1 with more than one split: the tile's splits sum in the cluster.
@@ -1630,17 +1741,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (threadIdx.x == 0) {
-      for (int i = 0; i < n_kt; ++i) {
+      ANVIL_MARK(202, clock64());
+      // Multicast clusters: the early stage's B share, now that every peer's
+      // barriers are initialised.
+      if (kCluster > 1 && early > 0) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
+      for (int i = early; i < n_kt; ++i) {
         const int kt = kt_begin + i;  // global k-tile; i drives the ring
         const int s = i % kStages;
         const int n = i / kStages;  // how many times slot s was filled before
         if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
+        if (i < 64) ANVIL_MARK(8 + i, clock64());
         load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
       }
       if (kPdlMode == 2 && last_kernel) pdl_release();
       // Multicast clusters: stay until every reader of the cluster has released
       // the last use of each slot (see "Cluster exit").
-      if constexpr (kCluster > 1)
+      if constexpr (kClusterSize > 1)
         for (int i = n_kt; i < n_kt + kStages; ++i) {
           const int n = i / kStages;
           if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
@@ -1653,6 +1769,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    if (threadIdx.x == 128) ANVIL_MARK(201, clock64());
     const int c = wg - 1;
     const int lane = threadIdx.x % 32;
     const int row0 = m0 + wg_row(c);  // this consumer's part of the tile
@@ -1667,13 +1784,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < n_kt; ++i) {
       const int s = i % kStages;
       mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
+      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
       mma_stage(ring, s, wg_row(c), wg_col(c), acc);
+      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
       if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
     }
     wgmma_wait<0>();
     fence_acc(acc);
+    if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
     // Multicast clusters: the last slot too, for the producers' exit.
-    if (kCluster > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
+    if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
 
     if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
       // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
@@ -1702,16 +1822,22 @@ __global__ void __launch_bounds__(kThreads, 1)
       // makes sure no other consumer's wgmma still reads it either. Each consumer
       // stages its part at the start of the ring.
       named_bar_sync<1, 128 * kConsumers>();
+      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
       store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
                         N, row0, col0, acc);
     } else if constexpr (kEpilogue == 2) {
       // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
       if (c_tma) named_bar_sync<1, 128 * kConsumers>();
+      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
       store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
                      c_tma != 0, C, M, N, row0, col0, acc);
       if (threadIdx.x % 128 == 0) bulk_wait_read();
     } else {
       store_tile_direct(C, M, N, row0, col0, acc);
+    }
+    if (threadIdx.x == 128) {
+      ANVIL_MARK(4, clock64());
+      ANVIL_MARK(5, global_ns());
     }
   }
 #endif  // ANVIL_PERSISTENT
@@ -1985,7 +2111,8 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
     Maps& m = cache.maps;
     m = Maps{};
     // K-major boxes are 64 wide in K (one swizzle row; BK = 128 loads two).
-    if (!make_map(&m.a, a, K, M, lda, 64, kBM)) return false;
+    // CLUSTER_N: a CTA loads its share of the A box (load_stage).
+    if (!make_map(&m.a, a, K, M, lda, 64, kBM / kClusterN)) return false;
     // CLUSTER: an NT CTA loads its share of the B box (load_stage).
     const bool ok_b = kNT ? make_map(&m.b, b, K, N, ldb, 64, kBN / kCluster)
                           : make_map(&m.b, b, N, K, ldb, 64, kBK);
@@ -2087,15 +2214,16 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
     if (cudaMemsetAsync(partials, 0, grid.x * sizeof(unsigned), stream) != cudaSuccess) return 1;
   }
 #else
-  // CLUSTER c: one cluster per c tile-rows (the last group may be partly empty).
-  const long long pairs_m = (tiles_m + kCluster - 1) / kCluster;
-  if (pairs_m * tiles_n * kCluster > INT_MAX) return 4;
-  const dim3 grid(static_cast<unsigned>(pairs_m * tiles_n * kCluster),
-                  static_cast<unsigned>(p.splits));
+  // One cluster per CLUSTER tile-rows x CLUSTER_N tile-columns (the last groups
+  // may stick out of C).
+  const long long groups = (tiles_m + kCluster - 1) / kCluster *
+                           ((tiles_n + kClusterN - 1) / kClusterN);
+  if (groups * kClusterSize > INT_MAX) return 4;
+  const dim3 grid(static_cast<unsigned>(groups * kClusterSize), static_cast<unsigned>(p.splits));
 #endif
   // SPLIT_REDUCE=1: a tile's splits form one cluster (grid.y = splits).
   const dim3 cluster = kClusterReduce && p.splits > 1 ? dim3(1, static_cast<unsigned>(p.splits))
-                                                      : dim3(kCluster);
+                                                      : dim3(kClusterSize);
   if (launch(wgmma_tma_gemm, grid, kThreads, kSmemBytes, cluster, stream, maps.a, maps.b, maps.c,
              maps.c_tma ? 1 : 0, C, M, N, K, static_cast<int>(tiles_m),
              static_cast<int>(tiles_n), partials, p.slab) != cudaSuccess)

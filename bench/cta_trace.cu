@@ -1,0 +1,179 @@
+// Where a tile-per-CTA 03_wgmma_tma kernel's time goes: the seed's kernel is
+// built with ANVIL_TRACE, so each CTA records the SM clock at its milestones
+// (and the global timer at entry and at the end of its epilogue) into
+// anvil_trace; this program runs the call on freshly written inputs, as the
+// runner's device samples do, and prints where the CTAs spend it.
+//
+// Slots of anvil_trace[cta] (clock64 unless noted):
+//   0 entry (global ns)    1 entry                 2 ring initialised, cluster synced
+//   3 consumer 0: last wgmma complete      4 consumer 0: epilogue done
+//   5 consumer 0: epilogue done (global ns)
+//   6 mbarriers initialised (thread 0)     7 cluster barrier / __syncthreads passed
+//   8 + i   producer: slot free for k-tile i (before its TMA issue)
+//   72 + i  consumer 0: k-tile i's bytes landed (full barrier passed)
+//   136 + i consumer 0: k-tile i's wgmmas issued, k-tile i-1's complete
+//   200 consumer 0: the staged epilogue's first barrier passed (EPILOGUE 1, 2)
+//   201 consumer 0: setmaxnreg.inc done    202 producer: setmaxnreg.dec done
+//   205, 206 thread 0: after the mbarrier.inits, after fence.mbarrier_init
+//
+// Build one binary per configuration (the seed's knobs as -D, as the builder
+// passes them), from the repository root:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+//     -Ithird_party/cutlass/include -Ibench -DANVIL_TRACE=1024 -DANVIL_LAYOUT_NT=1 \
+//     -DANVIL_BM=128 -DANVIL_BN=96 -DANVIL_CLUSTER=4 ... -o trace bench/cta_trace.cu
+//   ./trace NAME M N K [reps]
+// Only the non-persistent path without split-K is traced.
+#include "../seeds/03_wgmma_tma/kernel.cu"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuda_check.h"
+
+namespace {
+
+// Random fp16 in [-1, 1): the runner's inputs are normal fp16 values, not bit noise.
+__global__ void FillHalf(__half* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = __float2half(static_cast<float>(h & 0xffff) / 32768.0f - 1.0f);
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double Max(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: %s NAME M N K [reps]\n", argv[0]);
+    return 2;
+  }
+  const std::string name = argv[1];
+  const int M = std::atoi(argv[2]), N = std::atoi(argv[3]), K = std::atoi(argv[4]);
+  const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  const size_t a_n = size_t(M) * K, b_n = size_t(N) * K, c_n = size_t(M) * N;
+  __half *A, *B, *C;
+  void* ws = nullptr;
+  CHECK(cudaMalloc(&A, a_n * 2));
+  CHECK(cudaMalloc(&B, b_n * 2));
+  CHECK(cudaMalloc(&C, c_n * 2));
+  const size_t ws_bytes = anvil_workspace_bytes(M, N, K);
+  if (ws_bytes > 0) CHECK(cudaMalloc(&ws, ws_bytes));
+  const int k_tiles = (K + kBK - 1) / kBK;
+  const int traced = std::min(k_tiles, 64);
+
+  using Trace = unsigned long long[256];
+  std::vector<unsigned long long> host(size_t(ANVIL_TRACE) * 256);
+  // Per-CTA figures over all reps, in ns.
+  std::vector<double> skew, setup, fill, loop, per_kt, wait_data, epi, total, span, ghz;
+  std::vector<double> init, sync, to_issue, issue_to_land, cons_regs, epi_bar;
+  std::vector<double> inits, init_fence, proxy_fence, prod_regs;
+  std::vector<double> land(traced), done(traced), freed(traced);  // sums over CTAs and reps
+  double cta_count = 0;
+  for (int r = 0; r < reps + 2; ++r) {
+    FillHalf<<<1056, 256>>>(A, a_n, 0x1234u + r);
+    FillHalf<<<1056, 256>>>(B, b_n, 0x4321u + r);
+    std::fill(host.begin(), host.end(), 0ull);
+    CHECK(cudaMemcpyToSymbol(anvil_trace, host.data(), host.size() * 8));
+    CHECK(cudaDeviceSynchronize());
+    if (anvil_gemm(A, B, C, M, N, K, ws, 0) != 0) {
+      std::fprintf(stderr, "anvil_gemm refused %dx%dx%d\n", M, N, K);
+      return 1;
+    }
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpyFromSymbol(host.data(), anvil_trace, host.size() * 8));
+    if (r < 2) continue;  // warm-up: module load, first-touch
+    const auto* t = reinterpret_cast<const Trace*>(host.data());
+    unsigned long long g0 = ~0ull, g1 = 0;
+    for (int c = 0; c < ANVIL_TRACE; ++c)
+      if (t[c][0] != 0) {
+        g0 = std::min(g0, t[c][0]);
+        g1 = std::max(g1, t[c][5]);
+      }
+    span.push_back(double(g1 - g0));
+    for (int c = 0; c < ANVIL_TRACE; ++c) {
+      const auto& x = t[c];
+      if (x[0] == 0 || x[5] == 0) continue;
+      const double f = double(x[4] - x[1]) / double(x[5] - x[0]);  // cycles per ns
+      ghz.push_back(f);
+      const auto ns = [&](unsigned long long a, unsigned long long b) { return double(b - a) / f; };
+      skew.push_back(double(x[0] - g0));
+      setup.push_back(ns(x[1], x[2]));
+      init.push_back(ns(x[1], x[6]));
+      inits.push_back(ns(x[1], x[205]));
+      init_fence.push_back(ns(x[205], x[206]));
+      proxy_fence.push_back(ns(x[206], x[6]));
+      if (x[202] != 0) prod_regs.push_back(ns(x[2], x[202]));
+      sync.push_back(ns(x[6], x[7]));
+      to_issue.push_back(ns(x[2], x[8]));
+      issue_to_land.push_back(ns(x[8], x[72]));
+      if (x[201] != 0) cons_regs.push_back(ns(x[2], x[201]));
+      if (x[200] != 0) epi_bar.push_back(ns(x[3], x[200]));
+      fill.push_back(ns(x[2], x[72]));
+      loop.push_back(ns(x[72], x[3]));
+      if (k_tiles > 1) per_kt.push_back(ns(x[72], x[3]) / (k_tiles - 1));
+      double waited = 0;
+      for (int i = 1; i < traced; ++i) waited += ns(x[136 + i - 1], x[72 + i]);
+      wait_data.push_back(waited);
+      epi.push_back(ns(x[3], x[4]));
+      total.push_back(double(x[5] - x[0]));
+      for (int i = 0; i < traced; ++i) {
+        land[i] += ns(x[2], x[72 + i]);
+        done[i] += ns(x[2], x[136 + i]);
+        freed[i] += ns(x[2], x[8 + i]);
+      }
+      cta_count += 1;
+    }
+  }
+  if (cta_count == 0) {
+    std::fprintf(stderr, "no CTA recorded a trace (persistent or split-K build?)\n");
+    return 1;
+  }
+  std::printf("%s %dx%dx%d: %d CTAs, %d k-tiles, SM clock %.2f GHz (median)\n", name.c_str(), M,
+              N, K, int(cta_count / reps), k_tiles, Median(ghz));
+  std::printf("  %-44s %9s %9s\n", "ns, over CTAs and reps", "median", "max");
+  const auto row = [](const char* what, const std::vector<double>& v) {
+    std::printf("  %-44s %9.0f %9.0f\n", what, Median(v), Max(v));
+  };
+  row("kernel span: first entry to last epilogue end", span);
+  row("CTA entry after the first CTA's", skew);
+  row("entry to ring initialised (cluster synced)", setup);
+  row("  entry to mbarriers initialised", init);
+  row("    entry to the mbarrier.inits done", inits);
+  row("    fence.mbarrier_init.release.cluster", init_fence);
+  row("    fence.proxy.async.shared::cta", proxy_fence);
+  row("  then the cluster barrier / __syncthreads", sync);
+  row("initialised to k-tile 0 issued (producer)", to_issue);
+  row("  initialised to producer setmaxnreg done", prod_regs);
+  row("k-tile 0 issued to landed", issue_to_land);
+  row("initialised to consumer setmaxnreg done", cons_regs);
+  row("initialised to k-tile 0's bytes landed", fill);
+  row("k-tile 0 landed to last wgmma complete", loop);
+  row("  the same per k-tile", per_kt);
+  row("  of which waiting for bytes (after issue)", wait_data);
+  row("epilogue (consumer 0)", epi);
+  row("  to its first barrier (staged epilogues)", epi_bar);
+  row("CTA entry to epilogue end", total);
+  std::printf("  k-tile i, mean ns after the ring was initialised: landed / issued (previous\n"
+              "  complete) / slot free for the producer\n");
+  for (int i = 0; i < traced; ++i)
+    std::printf("  %3d %8.0f %8.0f %8.0f\n", i, land[i] / cta_count, done[i] / cta_count,
+                freed[i] / cta_count);
+  return 0;
+}
