@@ -112,7 +112,10 @@ int main(int argc, char** argv) {
       if (x[0] == 0 || x[5] == 0) continue;
       const double f = double(x[4] - x[1]) / double(x[5] - x[0]);  // cycles per ns
       ghz.push_back(f);
-      const auto ns = [&](unsigned long long a, unsigned long long b) { return double(b - a) / f; };
+      // Signed: the early stage's issue (slot 8) may precede slot 2.
+      const auto ns = [&](unsigned long long a, unsigned long long b) {
+        return double(static_cast<long long>(b - a)) / f;
+      };
       skew.push_back(double(x[0] - g0));
       setup.push_back(ns(x[1], x[2]));
       init.push_back(ns(x[1], x[6]));

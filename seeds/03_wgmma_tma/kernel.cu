@@ -1155,10 +1155,12 @@ __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
       const uint32_t r = cluster_col(me) * kCluster + i;
       if (r != me) mbar_arrive_cluster(ring.empty(s), r);
     }
+    if constexpr (kClusterN > 1) {
 #pragma unroll
-    for (uint32_t j = 0; j < kClusterN; ++j) {
-      const uint32_t r = cluster_row(me) + j * kCluster;
-      if (kClusterN > 1 && r != me) mbar_arrive_cluster(ring.empty(s), r);
+      for (uint32_t j = 0; j < kClusterN; ++j) {
+        const uint32_t r = cluster_row(me) + j * kCluster;
+        if (r != me) mbar_arrive_cluster(ring.empty(s), r);
+      }
     }
   }
 }
@@ -1718,8 +1720,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) ANVIL_MARK(6, clock64());
   // The ring's first stage (see "Early fill"): the producer thread's own barriers
   // are initialised, so it issues what of it needs no peer before the barrier.
-  const int early = kClusterN == 1 ? 1 : 0;
-  if (threadIdx.x == 0 && early > 0) {
+  constexpr int kEarly = kClusterN == 1 ? 1 : 0;  // stages issued before the barrier
+  if (kEarly > 0 && threadIdx.x == 0) {
     pdl_wait();  // the operands may come from the previous kernel
     ANVIL_MARK(8, clock64());
     load_stage_a(ring, 0, kt_begin, m0, rank, &tmA);
@@ -1744,8 +1746,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       ANVIL_MARK(202, clock64());
       // Multicast clusters: the early stage's B share, now that every peer's
       // barriers are initialised.
-      if (kCluster > 1 && early > 0) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
-      for (int i = early; i < n_kt; ++i) {
+      if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
+      for (int i = kEarly; i < n_kt; ++i) {
         const int kt = kt_begin + i;  // global k-tile; i drives the ring
         const int s = i % kStages;
         const int n = i / kStages;  // how many times slot s was filled before
