@@ -9,11 +9,12 @@
 // before every call as the runner's device figure has them. Each call is timed
 // alone by events queued behind a spinning kernel (device time plus ~1 µs of
 // events, for both alike). If placement decides the mode, the per-set medians
-// split into groups while each set's own samples agree.
+// split into groups while each set's own samples agree. VARY names the operands
+// that change from set to set (default "abc"); the others are set 0's.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 //     -Ithird_party/cutlass/include -Ibench -DANVIL_LAYOUT_NT=1 -DANVIL_BM=128 ... \
 //     -o placement bench/placement.cu -lcublasLt
-//   ./placement NAME M N K [SETS] [ROUNDS]
+//   ./placement NAME M N K [SETS] [ROUNDS] [VARY]
 #include "../seeds/03_wgmma_tma/kernel.cu"
 
 #include <cublasLt.h>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "cuda_check.h"
@@ -104,13 +106,14 @@ double Median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: placement NAME M N K [SETS] [ROUNDS]\n");
+    std::fprintf(stderr, "usage: placement NAME M N K [SETS] [ROUNDS] [VARY]\n");
     return 2;
   }
   const char* name = argv[1];
   const int m = std::atoi(argv[2]), n = std::atoi(argv[3]), k = std::atoi(argv[4]);
   const int sets = argc > 5 ? std::atoi(argv[5]) : 6;
   const int rounds = argc > 6 ? std::atoi(argv[6]) : 15;
+  const std::string vary = argc > 7 ? argv[7] : "abc";
   const size_t na = size_t(m) * k, nb = size_t(n) * k, nc = size_t(m) * n;
   std::vector<Set> s(sets);
   for (int i = 0; i < sets; ++i) {
@@ -118,6 +121,11 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&s[i].b, nb * 2));
     CHECK(cudaMalloc(&s[i].c, nc * 2));
     CHECK(cudaMalloc(&s[i].spacer, (size_t(1) + (i * 7) % 5) << 21));  // 2-10 MiB
+  }
+  for (int i = 1; i < sets; ++i) {  // the operands that stay put are set 0's
+    if (vary.find('a') == std::string::npos) s[i].a = s[0].a;
+    if (vary.find('b') == std::string::npos) s[i].b = s[0].b;
+    if (vary.find('c') == std::string::npos) s[i].c = s[0].c;
   }
   void* ws = nullptr;
   const size_t ws_bytes = anvil_workspace_bytes(m, n, k);
@@ -159,19 +167,22 @@ int main(int argc, char** argv) {
         const int impl = (r + i + slot) % 2;
         us[impl][i].push_back(timed(impl, i, 1000u * r + 10u * i + impl));
       }
-  std::printf("%s %dx%dx%d %s: %d sets x %d rounds, events around one call\n", name, m, n, k,
-              kNT ? "nt" : "nn", sets, rounds);
-  std::printf("  set  a-offset-MiB  ours-med   (min-max)          lt-med     (min-max)          ratio\n");
+  std::printf("%s %dx%dx%d %s: %d sets (varying %s) x %d rounds, events around one call\n", name,
+              m, n, k, kNT ? "nt" : "nn", sets, vary.c_str(), rounds);
+  std::printf("  set  offsets of A, B, C from set 0's A (MiB)   ours-med (min-max)            "
+              "lt-med (min-max)             ratio\n");
   std::vector<double> all_ratio;
+  const auto mib = [&](const void* p) {
+    return double(reinterpret_cast<intptr_t>(p) - reinterpret_cast<intptr_t>(s[0].a)) / (1 << 20);
+  };
   for (int i = 0; i < sets; ++i) {
     const std::vector<double>& ours = us[0][i];
     const std::vector<double>& lts = us[1][i];
     const double mo = Median(ours), ml = Median(lts);
     all_ratio.push_back(ml / mo);
-    std::printf("  %3d  %12.1f  %9.2f (%9.2f-%9.2f)  %9.2f (%9.2f-%9.2f)  %.3f\n", i,
-                double(reinterpret_cast<uintptr_t>(s[i].a) - reinterpret_cast<uintptr_t>(s[0].a)) /
-                    (1 << 20),
-                mo, *std::min_element(ours.begin(), ours.end()),
+    std::printf("  %3d  %11.3f %11.3f %11.3f  %9.2f (%8.2f-%8.2f)  %9.2f (%8.2f-%8.2f)  %.3f\n", i,
+                mib(s[i].a), mib(s[i].b), mib(s[i].c), mo,
+                *std::min_element(ours.begin(), ours.end()),
                 *std::max_element(ours.begin(), ours.end()), ml,
                 *std::min_element(lts.begin(), lts.end()), *std::max_element(lts.begin(), lts.end()),
                 ml / mo);

@@ -36,6 +36,7 @@ struct EvalArgs {
   std::vector<std::string> params;  // KEY=VALUE knobs
   bool store = false;               // --db given: keep the results
   int rounds = 0;                   // --rounds: interleaved timing rounds (0: runner default)
+  int operand_sets = 0;             // --operand-sets: operand sets the samples rotate through (0: runner default)
   bool profile = false;             // --profile: hardware counters of it and the fastest baseline
 };
 int RunEval(const Globals& g, const EvalArgs& a);

@@ -132,6 +132,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   }
   LocalWorkerOptions options;
   options.protocol.set_rounds(a.rounds);
+  options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
   absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(options);
   if (!worker.ok()) return Report(worker.status(), kUnavailable);

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   eval->add_option("--arch", ev.arch, "sm_90a or sm_90");
   eval->add_option("--param", ev.params, "knob KEY=VALUE, passed as -DANVIL_KEY=VALUE");
   eval->add_option("--rounds", ev.rounds, "interleaved timing rounds (default 5)")->check(CLI::Range(1, 100));
+  eval->add_option("--operand-sets", ev.operand_sets,
+                   "operand sets (places in device memory) the samples rotate through (default 4)")
+      ->check(CLI::Range(1, 16));
   eval->add_flag("--profile", ev.profile,
                  "after timing, profile one call of it and of the fastest baseline with GPU "
                  "counters (CUPTI; the call is replayed once per pass)");

@@ -305,6 +305,40 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
   EXPECT_EQ(retuned->measurements.at(0).verdict(), v1::VERDICT_PASSED);
 }
 
+// The samples spread over protocol.operand_sets sets of operands (four by
+// default), fewer where they would pass protocol.max_operand_bytes, never
+// fewer than one; the measurement says how many it used.
+TEST_F(Harness, SamplesSpreadOverOperandSetsWithinTheirMemoryBound) {
+  absl::StatusOr<BuiltSeed> built = LastSeedNtBuilt();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const v1::Shape shape = S(256, 128, 128);
+  const int64_t set_bytes = 2 * (256 * 128 + 128 * 128 + 256 * 128);
+  const auto sets_used = [&](int sets, int64_t max_bytes) {
+    absl::StatusOr<Toolchain> t = Toolchain::Find();
+    EXPECT_TRUE(t.ok()) << t.status();
+    EvaluatorOptions e;
+    e.toolchain = *t;
+    e.scratch_dir = scratch_->path();
+    e.protocol = FixtureProtocol();
+    e.protocol.set_operand_sets(sets);
+    e.protocol.set_max_operand_bytes(max_bytes);
+    e.problem_timeout = absl::Seconds(20);
+    e.startup_timeout = absl::Seconds(20);
+    Evaluator ev(e);
+    absl::StatusOr<Evaluation> got = ev.Evaluate(built->candidate, built->build, {shape}, {});
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok() || got->measurements.size() != 1) return -1.0;
+    const v1::Measurement& m = got->measurements[0];
+    EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.reason() << " " << m.detail();
+    auto it = m.profile().find("operand_sets");
+    return it == m.profile().end() ? -1.0 : it->second;
+  };
+  EXPECT_EQ(sets_used(0, 0), 4);                     // the runner's defaults
+  EXPECT_EQ(sets_used(3, 3 * set_bytes), 3);
+  EXPECT_EQ(sets_used(3, 2 * set_bytes + 1), 2);    // the byte bound
+  EXPECT_EQ(sets_used(3, set_bytes / 2), 1);        // never fewer than one
+}
+
 TEST_F(Harness, BrokenVariantsAreCaughtWithTheRightReason) { CheckFolder("broken", &Harness::Measure); }
 TEST_F(Harness, AdversarialCandidatesAreRejectedOrContained) { CheckFolder("adversarial", &Harness::Measure); }
 

@@ -55,7 +55,7 @@ absl::StatusOr<ProblemSession::AuditedOutcome> ProblemSession::AuditedCall() {
   ANVIL_RETURN_IF_ERROR(mon.SetAudit(true));
   uint64_t t0 = mon.Now();
   double h0 = NowUs();
-  o.rc = impls_[0]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+  o.rc = Call(*impls_[0]);
   o.launch_err = cudaGetLastError();
   o.sync_err = cudaStreamSynchronize(stream_);
   o.host_us = NowUs() - h0;
@@ -140,7 +140,9 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
                                                                    double* excess_err) {
   auto* count = counters_.get<unsigned long long>() + 64;
   ANVIL_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(*count), side_));
-  for (const GuardedBuffer* g : {&a_, &b_, &c_}) {
+  std::vector<const GuardedBuffer*> guarded = {&a_, &b_, &c_};  // every operand set's
+  for (const Operands& o : other_sets_) guarded.insert(guarded.end(), {&o.a, &o.b, &o.c});
+  for (const GuardedBuffer* g : guarded) {
     for (auto [p, n] : {g->front_guard(), g->back_guard()}) {
       ANVIL_CUDA(CountBytesNot(p, n, kGuardByte, count, side_));
     }
@@ -259,7 +261,7 @@ absl::Status ProblemSession::MeasureBaselineErrors() {
   baseline_rel_err_.assign(impls_.size(), 0);
   for (size_t i = 1; i < impls_.size(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
-    int rc = impls_[i]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+    int rc = Call(*impls_[i]);
     ANVIL_CUDA(cudaStreamSynchronize(stream_));
     if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
     absl::StatusOr<CompareStats> st = CompareWithReference(c_.data<__half>());

@@ -48,6 +48,15 @@ absl::Status ProblemSession::Allocate() {
   ANVIL_RETURN_IF_ERROR(guarded(a_, a_n_));
   ANVIL_RETURN_IF_ERROR(guarded(b_, b_n_));
   ANVIL_RETURN_IF_ERROR(guarded(c_, c_n_));
+  const int64_t set_bytes = static_cast<int64_t>((a_n_ + b_n_ + c_n_) * sizeof(__half));
+  const int64_t sets = std::clamp<int64_t>(ctx_.protocol.max_operand_bytes() / set_bytes, 1,
+                                           std::max(1, ctx_.protocol.operand_sets()));
+  other_sets_.resize(static_cast<size_t>(sets - 1));
+  for (Operands& o : other_sets_) {
+    ANVIL_RETURN_IF_ERROR(guarded(o.a, a_n_));
+    ANVIL_RETURN_IF_ERROR(guarded(o.b, b_n_));
+    ANVIL_RETURN_IF_ERROR(guarded(o.c, c_n_));
+  }
   ANVIL_RETURN_IF_ERROR(plain(a0_, a_n_ * sizeof(__half)));
   ANVIL_RETURN_IF_ERROR(plain(b0_, b_n_ * sizeof(__half)));
   ANVIL_RETURN_IF_ERROR(plain(c_snap_, c_n_ * sizeof(__half)));
@@ -149,17 +158,37 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
   impls_.push_back(std::move(*best));
   // One call each now, so lazy vendor allocations are not charged to the candidate.
   for (size_t i = 1; i < impls_.size(); ++i) {
-    int rc = impls_[i]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+    int rc = Call(*impls_[i]);
     if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
   }
   ANVIL_CUDA(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 
+// Some kernels' speed depends on where their operands lie (the L2 slices and
+// DRAM channels their addresses hash to): each regeneration moves to the next
+// operand set, so the samples of every figure, the candidate's and the
+// baselines' alike, spread over the sets instead of all being one draw.
 absl::Status ProblemSession::Regenerate() {
+  NextOperandSet();
   ANVIL_CUDA(FillNormal(a_.data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
   ANVIL_CUDA(FillNormal(b_.data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
   return PoisonAndGuard();
+}
+
+// The ring current, others[0], others[1], ... turns by one: others[0] becomes
+// current and the old current goes to the back.
+void ProblemSession::NextOperandSet() {
+  if (other_sets_.empty()) return;
+  Operands& next = other_sets_.front();
+  std::swap(a_, next.a);
+  std::swap(b_, next.b);
+  std::swap(c_, next.c);
+  std::rotate(other_sets_.begin(), other_sets_.begin() + 1, other_sets_.end());
+}
+
+int ProblemSession::Call(GemmImpl& impl) {
+  return impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
 }
 
 absl::Status ProblemSession::FlushL2(int pattern) {
@@ -222,6 +251,7 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
   if (!f.ok()) return f.status();
   if (*f) return fail(**f);
   m.set_verdict(v1::VERDICT_PASSED);
+  (*m.mutable_profile())["operand_sets"] = double(1 + other_sets_.size());
   Fill(m);
   if (ctx_.protocol.profile_counters()) ProfileCounters(m);
   return m;
@@ -246,7 +276,7 @@ void ProblemSession::ProfileCounters(v1::Measurement& m) {
     int flushes = 0;
     const auto flush = [&] { return FlushL2(++flushes); };
     absl::StatusOr<CounterProfile> p = ProfileCall(ProfileMetrics(), flush, [&]() -> absl::Status {
-      const int rc = g.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+      const int rc = Call(g);
       ANVIL_CUDA(cudaStreamSynchronize(stream_));
       if (rc != 0) return absl::InternalError(absl::StrCat("returned ", rc));
       return absl::OkStatus();

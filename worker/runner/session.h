@@ -6,7 +6,9 @@
 // Reference results are computed only after the candidate's call has finished
 // and from pristine copies of the inputs, so a candidate never sees one for
 // inputs it is being asked about. Inputs are regenerated before every timed
-// call, so a cached output cannot pass. Not thread-safe.
+// call, so a cached output cannot pass, and each time in the next of several
+// operand sets, so every figure is taken at several places in device memory.
+// Not thread-safe.
 #ifndef ANVIL_WORKER_RUNNER_SESSION_H_
 #define ANVIL_WORKER_RUNNER_SESSION_H_
 
@@ -73,8 +75,11 @@ class ProblemSession {
   // session.cc
   absl::Status Allocate();
   absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
-  absl::Status Regenerate();
+  absl::Status Regenerate();           // fresh normal inputs, in the next operand set
+  void NextOperandSet();
   absl::Status PoisonAndGuard();
+  // One call of `impl` on the current operand set, on the caller's stream.
+  int Call(GemmImpl& impl);
   absl::Status FlushL2(int pattern);  // evicts L2 (the flush buffer), waits for it
   void Fill(v1::Measurement& m) const;
   void ProfileCounters(v1::Measurement& m);
@@ -113,7 +118,9 @@ class ProblemSession {
   const CandidateLibrary& lib_;
   GemmShape shape_;
   size_t a_n_ = 0, b_n_ = 0, c_n_ = 0;
-  GuardedBuffer a_, b_, c_;                  // candidate's operands
+  struct Operands { GuardedBuffer a, b, c; };
+  GuardedBuffer a_, b_, c_;                  // the current operand set
+  std::vector<Operands> other_sets_;         // the others, the next one first
   DeviceMemory a0_, b0_, c_snap_, ref_, ws_, lt_ws_, counters_;
   size_t ws_bytes_ = 0;
   cudaStream_t stream_ = nullptr;            // the caller's stream handed to every call

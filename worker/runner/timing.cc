@@ -36,7 +36,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::Warmup(GemmImpl& impl) {
   int calls = 0;
   while (calls < ctx_.protocol.warmup_calls() ||
          NowUs() - start < ctx_.protocol.warmup_ms() * 1e3) {
-    int rc = impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+    int rc = Call(impl);
     cudaError_t err = cudaDeviceSynchronize();
     if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
     if (++calls > 100000) break;
@@ -55,7 +55,7 @@ absl::StatusOr<ProblemSession::DeviceCall> ProblemSession::TimedDeviceCall(GemmI
   DeviceCall call;
   ANVIL_RETURN_IF_ERROR(mon.SetActivity(true));
   uint64_t t0 = mon.Now();
-  call.rc = impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+  call.rc = Call(impl);
   call.err = cudaDeviceSynchronize();
   uint64_t t1 = mon.Now();
   ANVIL_RETURN_IF_ERROR(mon.SetActivity(false));
@@ -92,15 +92,12 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::DeviceSamples(GemmImpl& i
 // Cold (L2 flushed, events), warm (back-to-back batch, events) and call
 // (host clock around one call plus a device sync).
 absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& impl, size_t index) {
-  const __half* a = a_.data<__half>();
-  const __half* b = b_.data<__half>();
-  __half* c = c_.data<__half>();
   Samples& s = samples_[index];
   for (int i = 0; i < ctx_.protocol.cold_samples(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
     ANVIL_RETURN_IF_ERROR(FlushL2(i));
     ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
-    int rc = impl.Run(a, b, c, stream_);
+    int rc = Call(impl);
     ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
     cudaError_t err = cudaDeviceSynchronize();
     if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
@@ -112,7 +109,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& imp
   const int batch = ctx_.protocol.warm_calls();
   int rc = 0;
   ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
-  for (int i = 0; i < batch && rc == 0; ++i) rc = impl.Run(a, b, c, stream_);
+  for (int i = 0; i < batch && rc == 0; ++i) rc = Call(impl);
   ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
   cudaError_t err = cudaDeviceSynchronize();
   if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
@@ -122,7 +119,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& imp
   for (int i = 0; i < ctx_.protocol.call_samples(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
     double h0 = NowUs();
-    int rc2 = impl.Run(a, b, c, stream_);
+    int rc2 = Call(impl);
     cudaError_t err2 = cudaDeviceSynchronize();
     s.call.push_back(NowUs() - h0);
     if (std::optional<Failure> f = RunFailed(impl, rc2, err2)) return f;
@@ -175,7 +172,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckNoSkippedWork(v1::Me
   uint64_t t0 = mon.Now();
   int rc = 0;
   for (int i = 0; i < batch && rc == 0; ++i) {
-    rc = impls_[0]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+    rc = Call(*impls_[0]);
   }
   cudaError_t err = cudaDeviceSynchronize();
   uint64_t t1 = mon.Now();
@@ -203,7 +200,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckGraphCapture(v1::Mea
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   bool ok = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) == cudaSuccess;
-  int rc = impls_[0]->Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+  int rc = Call(*impls_[0]);
   ok = cudaStreamEndCapture(stream_, &graph) == cudaSuccess && ok && rc == 0 && graph;
   ok = ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
   ok = ok && cudaGraphLaunch(exec, stream_) == cudaSuccess;
