@@ -61,7 +61,7 @@ absl::StatusOr<ProblemSession::AuditedOutcome> ProblemSession::AuditedCall() {
   o.host_us = NowUs() - h0;
   ANVIL_RETURN_IF_ERROR(mon.SetAudit(false));
   if (o.sync_err == cudaSuccess) {
-    cudaMemcpyAsync(c_snap_.get(), c_.data<void>(), c_n_ * 2, cudaMemcpyDeviceToDevice, side_);
+    cudaMemcpyAsync(c_snap_.get(), c().data<void>(), c_n_ * 2, cudaMemcpyDeviceToDevice, side_);
     cudaStreamSynchronize(side_);
   }
   cudaError_t dev = cudaDeviceSynchronize();
@@ -76,7 +76,7 @@ absl::StatusOr<ProblemSession::AuditedOutcome> ProblemSession::AuditedCall() {
   if (o.sync_err == cudaSuccess) {
     auto* count = counters_.get<unsigned long long>();
     ANVIL_CUDA(cudaMemsetAsync(count, 0, sizeof(*count), side_));
-    ANVIL_CUDA(CountDiffs(c_snap_.get<__half>(), c_.data<__half>(), c_n_, count, side_));
+    ANVIL_CUDA(CountDiffs(c_snap_.get<__half>(), c().data<__half>(), c_n_, count, side_));
     unsigned long long diffs = 0;
     ANVIL_CUDA(cudaMemcpyAsync(&diffs, count, sizeof(diffs), cudaMemcpyDeviceToHost, side_));
     ANVIL_CUDA(cudaStreamSynchronize(side_));
@@ -140,15 +140,15 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
                                                                    double* excess_err) {
   auto* count = counters_.get<unsigned long long>() + 64;
   ANVIL_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(*count), side_));
-  std::vector<const GuardedBuffer*> guarded = {&a_, &b_, &c_};  // every operand set's
-  for (const Operands& o : other_sets_) guarded.insert(guarded.end(), {&o.a, &o.b, &o.c});
+  std::vector<const GuardedBuffer*> guarded;  // every operand set's
+  for (const Operands& o : sets_) guarded.insert(guarded.end(), {&o.a, &o.b, &o.c});
   for (const GuardedBuffer* g : guarded) {
     for (auto [p, n] : {g->front_guard(), g->back_guard()}) {
       ANVIL_CUDA(CountBytesNot(p, n, kGuardByte, count, side_));
     }
   }
-  ANVIL_CUDA(CountDiffs(a_.data<__half>(), a0_.get<__half>(), a_n_, count + 1, side_));
-  ANVIL_CUDA(CountDiffs(b_.data<__half>(), b0_.get<__half>(), b_n_, count + 1, side_));
+  ANVIL_CUDA(CountDiffs(a().data<__half>(), a0_.get<__half>(), a_n_, count + 1, side_));
+  ANVIL_CUDA(CountDiffs(b().data<__half>(), b0_.get<__half>(), b_n_, count + 1, side_));
   unsigned long long host[2] = {0, 0};
   ANVIL_CUDA(cudaMemcpyAsync(host, count, sizeof(host), cudaMemcpyDeviceToHost, side_));
   ANVIL_CUDA(cudaStreamSynchronize(side_));
@@ -160,7 +160,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
     return Failure{v1::VERDICT_INCORRECT, "input_modified",
                    absl::StrCat(host[1], " elements of A or B changed")};
   }
-  absl::StatusOr<CompareStats> st = CompareWithReference(c_.data<__half>());
+  absl::StatusOr<CompareStats> st = CompareWithReference(c().data<__half>());
   if (!st.ok()) return st.status();
   if (st->poison) {
     return Failure{v1::VERDICT_INCORRECT, "unwritten_output",
@@ -196,8 +196,8 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckOnce(Inputs kind, bo
     ANVIL_RETURN_IF_ERROR(Regenerate());
   } else {
     int max = kind == Inputs::kExact01 ? 1 : LargeSumsMax(shape_.k);
-    ANVIL_CUDA(FillIntegers(a_.data<__half>(), a_n_, ++next_seed_, max, side_));
-    ANVIL_CUDA(FillIntegers(b_.data<__half>(), b_n_, ++next_seed_, max, side_));
+    ANVIL_CUDA(FillIntegers(a().data<__half>(), a_n_, ++next_seed_, max, side_));
+    ANVIL_CUDA(FillIntegers(b().data<__half>(), b_n_, ++next_seed_, max, side_));
     ANVIL_RETURN_IF_ERROR(PoisonAndGuard());
   }
   absl::StatusOr<AuditedOutcome> o = AuditedCall();
@@ -264,7 +264,7 @@ absl::Status ProblemSession::MeasureBaselineErrors() {
     int rc = Call(*impls_[i]);
     ANVIL_CUDA(cudaStreamSynchronize(stream_));
     if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
-    absl::StatusOr<CompareStats> st = CompareWithReference(c_.data<__half>());
+    absl::StatusOr<CompareStats> st = CompareWithReference(c().data<__half>());
     if (!st.ok()) return st.status();
     if (st->sum_sq_ref <= 0) continue;
     baseline_rel_err_[i] = std::sqrt(st->sum_sq_diff / st->sum_sq_ref);

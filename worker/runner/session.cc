@@ -45,14 +45,11 @@ absl::Status ProblemSession::Allocate() {
     d = std::move(*got);
     return absl::OkStatus();
   };
-  ANVIL_RETURN_IF_ERROR(guarded(a_, a_n_));
-  ANVIL_RETURN_IF_ERROR(guarded(b_, b_n_));
-  ANVIL_RETURN_IF_ERROR(guarded(c_, c_n_));
   const int64_t set_bytes = static_cast<int64_t>((a_n_ + b_n_ + c_n_) * sizeof(__half));
   const int64_t sets = std::clamp<int64_t>(ctx_.protocol.max_operand_bytes() / set_bytes, 1,
                                            std::max(1, ctx_.protocol.operand_sets()));
-  other_sets_.resize(static_cast<size_t>(sets - 1));
-  for (Operands& o : other_sets_) {
+  sets_.resize(static_cast<size_t>(sets));
+  for (Operands& o : sets_) {
     ANVIL_RETURN_IF_ERROR(guarded(o.a, a_n_));
     ANVIL_RETURN_IF_ERROR(guarded(o.b, b_n_));
     ANVIL_RETURN_IF_ERROR(guarded(o.c, c_n_));
@@ -131,6 +128,7 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
     ANVIL_RETURN_IF_ERROR(Regenerate());
     for (size_t i = 0; i < contenders.size(); ++i) ANVIL_RETURN_IF_ERROR(timed(i, false));
     for (int round = 0; round < kLtTuneRounds; ++round) {
+      UseOperandSet(static_cast<size_t>(round));  // the algorithms meet every placement alike
       for (size_t j = 0; j < contenders.size(); ++j) {
         ANVIL_RETURN_IF_ERROR(timed((j + round) % contenders.size(), true));
       }
@@ -165,30 +163,14 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
   return absl::OkStatus();
 }
 
-// Some kernels' speed depends on where their operands lie (the L2 slices and
-// DRAM channels their addresses hash to): each regeneration moves to the next
-// operand set, so the samples of every figure, the candidate's and the
-// baselines' alike, spread over the sets instead of all being one draw.
 absl::Status ProblemSession::Regenerate() {
-  NextOperandSet();
-  ANVIL_CUDA(FillNormal(a_.data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
-  ANVIL_CUDA(FillNormal(b_.data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
+  ANVIL_CUDA(FillNormal(a().data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
+  ANVIL_CUDA(FillNormal(b().data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
   return PoisonAndGuard();
 }
 
-// The ring current, others[0], others[1], ... turns by one: others[0] becomes
-// current and the old current goes to the back.
-void ProblemSession::NextOperandSet() {
-  if (other_sets_.empty()) return;
-  Operands& next = other_sets_.front();
-  std::swap(a_, next.a);
-  std::swap(b_, next.b);
-  std::swap(c_, next.c);
-  std::rotate(other_sets_.begin(), other_sets_.begin() + 1, other_sets_.end());
-}
-
 int ProblemSession::Call(GemmImpl& impl) {
-  return impl.Run(a_.data<__half>(), b_.data<__half>(), c_.data<__half>(), stream_);
+  return impl.Run(a().data<__half>(), b().data<__half>(), c().data<__half>(), stream_);
 }
 
 absl::Status ProblemSession::FlushL2(int pattern) {
@@ -198,15 +180,15 @@ absl::Status ProblemSession::FlushL2(int pattern) {
 }
 
 absl::Status ProblemSession::PoisonAndGuard() {
-  for (const GuardedBuffer* g : {&a_, &b_, &c_}) {
+  for (const GuardedBuffer* g : {&a(), &b(), &c()}) {
     auto [front, fb] = g->front_guard();
     auto [back, bb] = g->back_guard();
     ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(front), kGuardByte, fb, side_));
     ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(back), kGuardByte, bb, side_));
   }
-  ANVIL_CUDA(FillBits(c_.data<__half>(), c_n_, kPoisonBits, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a_.data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b_.data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));
+  ANVIL_CUDA(FillBits(c().data<__half>(), c_n_, kPoisonBits, side_));
+  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a().data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
+  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b().data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));
   ANVIL_CUDA(cudaStreamSynchronize(side_));
   return absl::OkStatus();
 }
@@ -251,7 +233,7 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
   if (!f.ok()) return f.status();
   if (*f) return fail(**f);
   m.set_verdict(v1::VERDICT_PASSED);
-  (*m.mutable_profile())["operand_sets"] = double(1 + other_sets_.size());
+  (*m.mutable_profile())["operand_sets"] = double(sets_.size());
   Fill(m);
   if (ctx_.protocol.profile_counters()) ProfileCounters(m);
   return m;

@@ -6,9 +6,9 @@
 // Reference results are computed only after the candidate's call has finished
 // and from pristine copies of the inputs, so a candidate never sees one for
 // inputs it is being asked about. Inputs are regenerated before every timed
-// call, so a cached output cannot pass, and each time in the next of several
-// operand sets, so every figure is taken at several places in device memory.
-// Not thread-safe.
+// call, so a cached output cannot pass. Each timing round of each
+// implementation uses one of several operand sets, so every figure is taken at
+// several places in device memory. Not thread-safe.
 #ifndef ANVIL_WORKER_RUNNER_SESSION_H_
 #define ANVIL_WORKER_RUNNER_SESSION_H_
 
@@ -75,8 +75,13 @@ class ProblemSession {
   // session.cc
   absl::Status Allocate();
   absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
-  absl::Status Regenerate();           // fresh normal inputs, in the next operand set
-  void NextOperandSet();
+  absl::Status Regenerate();
+  // Operand set k (modulo the number of sets) becomes the current one.
+  void UseOperandSet(size_t k) { set_ = k % sets_.size(); }
+  // The current operand set.
+  GuardedBuffer& a() { return sets_[set_].a; }
+  GuardedBuffer& b() { return sets_[set_].b; }
+  GuardedBuffer& c() { return sets_[set_].c; }
   absl::Status PoisonAndGuard();
   // One call of `impl` on the current operand set, on the caller's stream.
   int Call(GemmImpl& impl);
@@ -118,9 +123,12 @@ class ProblemSession {
   const CandidateLibrary& lib_;
   GemmShape shape_;
   size_t a_n_ = 0, b_n_ = 0, c_n_ = 0;
+  // The candidate's operands: protocol.operand_sets sets (fewer where they
+  // would pass protocol.max_operand_bytes), each at its own place in device
+  // memory, since a kernel's speed can depend on where its operands lie.
   struct Operands { GuardedBuffer a, b, c; };
-  GuardedBuffer a_, b_, c_;                  // the current operand set
-  std::vector<Operands> other_sets_;         // the others, the next one first
+  std::vector<Operands> sets_;
+  size_t set_ = 0;                           // the current one
   DeviceMemory a0_, b0_, c_snap_, ref_, ws_, lt_ws_, counters_;
   size_t ws_bytes_ = 0;
   cudaStream_t stream_ = nullptr;            // the caller's stream handed to every call

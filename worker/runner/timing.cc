@@ -1,7 +1,8 @@
 // Timing of ProblemSession (see session.h): the candidate and the baselines
 // are measured in interleaved rounds, each round taking every figure for
 // every implementation in a rotated order, so the GPU's power state moves
-// them all alike.
+// them all alike; implementation i's round r runs on operand set i + r, so
+// over the rounds each meets every placement of its operands alike.
 #include <algorithm>
 #include <random>
 
@@ -150,6 +151,9 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& 
   for (int r = 0; r < ctx_.protocol.rounds(); ++r) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i : order) {
+      // One set a round: within it, consecutive calls reuse their pointers on
+      // regenerated inputs, where an output cached by pointer is caught.
+      UseOperandSet(i + static_cast<size_t>(r));
       absl::StatusOr<std::optional<Failure>> f = TimeRound(*impls_[i], i, i == 0);
       if (!f.ok() || *f) return f;
     }
