@@ -70,6 +70,10 @@ absl::Status ProblemSession::Allocate() {
   absl::StatusOr<uint32_t> side = ctx_.monitor->StreamId(side_);
   if (!side.ok()) return side.status();
   side_id_ = *side;
+  // Every set's guards hold from the start: each check reads all of them, also
+  // those of sets not used yet.
+  for (const Operands& o : sets_) ANVIL_RETURN_IF_ERROR(Guard(o));
+  ANVIL_CUDA(cudaStreamSynchronize(side_));
   next_seed_ = ctx_.seed ^ (uint64_t(shape_.m) << 42) ^ (uint64_t(shape_.n) << 21) ^ shape_.k;
   return absl::OkStatus();
 }
@@ -179,13 +183,19 @@ absl::Status ProblemSession::FlushL2(int pattern) {
   return absl::OkStatus();
 }
 
-absl::Status ProblemSession::PoisonAndGuard() {
-  for (const GuardedBuffer* g : {&a(), &b(), &c()}) {
+// Every guard byte of operand set `o` set (on the side stream).
+absl::Status ProblemSession::Guard(const Operands& o) {
+  for (const GuardedBuffer* g : {&o.a, &o.b, &o.c}) {
     auto [front, fb] = g->front_guard();
     auto [back, bb] = g->back_guard();
     ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(front), kGuardByte, fb, side_));
     ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(back), kGuardByte, bb, side_));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ProblemSession::PoisonAndGuard() {
+  ANVIL_RETURN_IF_ERROR(Guard(sets_[set_]));
   ANVIL_CUDA(FillBits(c().data<__half>(), c_n_, kPoisonBits, side_));
   ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a().data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
   ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b().data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));

@@ -71,6 +71,7 @@ class ProblemSession {
  private:
   enum class Inputs { kNormal, kExact01, kLargeSums };
   struct AuditedOutcome;
+  struct Operands { GuardedBuffer a, b, c; };  // one set of the candidate's operands
 
   // session.cc
   absl::Status Allocate();
@@ -82,6 +83,7 @@ class ProblemSession {
   GuardedBuffer& a() { return sets_[set_].a; }
   GuardedBuffer& b() { return sets_[set_].b; }
   GuardedBuffer& c() { return sets_[set_].c; }
+  absl::Status Guard(const Operands& o);  // sets every guard byte of `o`
   absl::Status PoisonAndGuard();
   // One call of `impl` on the current operand set, on the caller's stream.
   int Call(GemmImpl& impl);
@@ -126,7 +128,6 @@ class ProblemSession {
   // The candidate's operands: protocol.operand_sets sets (fewer where they
   // would pass protocol.max_operand_bytes), each at its own place in device
   // memory, since a kernel's speed can depend on where its operands lie.
-  struct Operands { GuardedBuffer a, b, c; };
   std::vector<Operands> sets_;
   size_t set_ = 0;                           // the current one
   DeviceMemory a0_, b0_, c_snap_, ref_, ws_, lt_ws_, counters_;
