@@ -87,10 +87,27 @@ class Search {
     progress_(absl::StrFormat("resumed from the store: %d measurements on these problems, "
                               "%d model observations", resumed_, model_.observations()));
 
-    // Stage 0: every seed configuration on every problem of its layout, except
-    // where the same knobs were measured under an earlier source of the family
-    // (the model has those observations, and the carry stage re-measures each
-    // problem's fastest); a seeds-only run measures them all.
+    if (!options_.seeds_only) {
+      // Each problem's fastest configurations, first those measured here with
+      // an earlier source of their family, then another GPU model's: before the
+      // seeds, so a short budget still measures them.
+      std::vector<std::pair<std::string, std::string>> carry = {{"carry", problems_.front().problem.gpu()}};
+      if (!options_.transfer_from.empty() && options_.transfer_from != carry[0].second) {
+        carry.emplace_back("transfer", options_.transfer_from);
+      }
+      for (const auto& [stage, gpu] : carry) {
+        stage_ = stage;
+        absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> t = TransferPlan(gpu);
+        if (!t.ok()) return t.status();
+        if (absl::Status st = Execute(*t); !st.ok()) return st;
+      }
+    }
+
+    // Every seed configuration on every problem of its layout, except where the
+    // same knobs were measured under an earlier source of the family (the model
+    // has those observations, and the carry stage re-measured each problem's
+    // fastest); a seeds-only run measures them all.
+    stage_ = "seeds";
     std::map<Config*, std::vector<ProblemState*>> plan;
     int known = 0;
     for (Config* c : seeds_list) {
@@ -112,18 +129,6 @@ class Search {
     if (absl::Status st = Execute(plan); !st.ok()) return st;
 
     if (!options_.seeds_only) {
-      // Each problem's fastest configurations, first those measured here with
-      // an earlier source of their family, then another GPU model's.
-      std::vector<std::pair<std::string, std::string>> carry = {{"carry", problems_.front().problem.gpu()}};
-      if (!options_.transfer_from.empty() && options_.transfer_from != carry[0].second) {
-        carry.emplace_back("transfer", options_.transfer_from);
-      }
-      for (const auto& [stage, gpu] : carry) {
-        stage_ = stage;
-        absl::StatusOr<std::map<Config*, std::vector<ProblemState*>>> t = TransferPlan(gpu);
-        if (!t.ok()) return t.status();
-        if (absl::Status st = Execute(*t); !st.ok()) return st;
-      }
       stage_ = "screen";
       if (absl::Status st = Execute(ScreenPlan()); !st.ok()) return st;
       stage_ = "widen";

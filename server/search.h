@@ -1,18 +1,20 @@
 // The embedded proposer's search (local mode): no LLM, only the seed
 // families' knobs. Stages, each "compile once, measure many" (a configuration
 // is built once and measured on every shape it is sent to):
-//   0 seeds   every family's default and suggested configurations on every
-//             problem of their layouts whose split-K workspace fits the cap,
-//             except where the same knobs were measured under an earlier
-//             source of the family (after a seed edit the carry stage
-//             re-measures what matters instead);
-//     carry   each problem's fastest configurations measured here with an
+//   0 carry   each problem's fastest configurations measured here with an
 //             earlier source of their family, measured with today's (a
 //             problem's best is always built from its family's current source);
 //     transfer (with SearchOptions::transfer_from) each problem's fastest
 //             configurations on another GPU model, rebuilt from today's seed
 //             sources and measured here: a starting point, never a result
-//             (the GPU is part of the problem key);
+//             (the GPU is part of the problem key). These two go first: they
+//             are the best priors the store holds, and on a GPU model new to
+//             the store a short budget would otherwise end inside the seeds
+//             (on an H200 the seeds took 3.5 of a run's 5 minutes);
+//     seeds   every family's default and suggested configurations on every
+//             problem of their layouts whose split-K workspace fits the cap,
+//             except where the same knobs were measured under an earlier
+//             source of the family (the carry stage re-measured what matters);
 //   1 screen  for each problem, the legal configurations (seed.json rules),
 //             pruned by tile-versus-shape waste and ordered by the cost model
 //             (roofline + wave quantisation, refined by nearest measured

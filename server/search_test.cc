@@ -436,6 +436,40 @@ TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) 
   }
 }
 
+// The transfer stage comes before the seeds: on a GPU model new to the store,
+// a budget the seeds alone would spend still measures the other GPU's winners.
+TEST_F(SearchTest, TransferRunsBeforeTheSeedsSoAShortBudgetKeepsIt) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest other(TiledTestFamily());
+  other.gpu = "OTHER-GPU";
+  const SeedFamily& f = seeds_[0];
+  const KnobParams there{{"BM", "256"}, {"BN", "64"}, {"SPLIT_K", "2"}, {"GROUP_M", "1"}};
+  const v1::Candidate transferred = MakeSeedCandidate(f, v1::LAYOUT_NT, WithDefaults(f, there));
+  std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({transferred});
+  ASSERT_TRUE(b[0].ok());
+  ASSERT_TRUE(other.Measure(transferred, *b[0], {problems_[0].shape}, store.get(), std::nullopt).ok());
+
+  FakeGpuWorkerForTest w(TiledTestFamily());
+  SearchOptions o;
+  o.transfer_from = "OTHER-GPU";
+  o.clock = [&w] { return w.Now(); };
+  o.budget_seconds = 3;  // learning the GPU and the transfer take 2 of the 2.1 before evolve
+  std::vector<std::string> lines;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o, &lines);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->budget_exhausted);
+  EXPECT_GE((w.measured[{transferred.id(), "4096x4096x4096", v1::LAYOUT_NT}]), 1);
+  // The seeds stage was cut: some seed configuration was never measured.
+  int seed_pairs = 0;
+  for (const auto& [key, n] : w.measured) seed_pairs += std::get<0>(key) != transferred.id();
+  EXPECT_LT(seed_pairs, 6);
+  const auto at = [&](const std::string& text) {
+    return std::find_if(lines.begin(), lines.end(),
+                        [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  EXPECT_LT(at("[transfer] 1 configurations from OTHER-GPU"), at("budget"));
+}
+
 TEST_F(SearchTest, AWarmFigureSearchMinimisesWarmTime) {
   std::unique_ptr<Store> store = Open();
   FakeGpuWorkerForTest w(TiledTestFamily());
