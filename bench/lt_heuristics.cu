@@ -16,23 +16,7 @@
 #include <vector>
 
 #include "cuda_check.h"
-
-#define LT_CHECK(x)                                                                \
-  do {                                                                             \
-    cublasStatus_t st_ = (x);                                                      \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                            \
-      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, int(st_));    \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
-
-__global__ void Fill(__half* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned x = unsigned(i) * 2654435761u ^ seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-    p[i] = __float2half((x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
+#include "lt_util.h"
 
 // The configuration an algorithm stands for, as cuBLASLt names its parts.
 void Describe(const cublasLtMatmulAlgo_t& a, char* out, size_t n) {
@@ -65,8 +49,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&b, size_t(n) * k * 2));
   CHECK(cudaMalloc(&c, size_t(m) * n * 2));
   CHECK(cudaMalloc(&ws, ws_bytes));
-  Fill<<<1024, 256>>>(a, size_t(m) * k, 1);
-  Fill<<<1024, 256>>>(b, size_t(n) * k, 2);
+  FillHalf<<<1024, 256>>>(a, size_t(m) * k, 1);
+  FillHalf<<<1024, 256>>>(b, size_t(n) * k, 2);
   cublasLtHandle_t lt;
   LT_CHECK(cublasLtCreate(&lt));
   cublasLtMatmulDesc_t desc;

@@ -26,26 +26,7 @@
 #include <vector>
 
 #include "cuda_check.h"
-
-#define LT_CHECK(x)                                                             \
-  do {                                                                          \
-    cublasStatus_t st_ = (x);                                                   \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, int(st_)); \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
-__global__ void FillHalf(__half* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    unsigned x = unsigned(i) * 2654435761u ^ seed;
-    x ^= x >> 13;
-    x *= 0x5bd1e995u;
-    x ^= x >> 15;
-    p[i] = __float2half((x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
+#include "lt_util.h"
 
 __global__ void SpinFor(long long cycles) {
   const long long start = clock64();

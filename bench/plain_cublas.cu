@@ -13,13 +13,7 @@
 #include <cstring>
 #include <vector>
 
-__global__ void Fill(__half* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned x = unsigned(i) * 2654435761u ^ seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-    p[i] = __float2half((x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
+#include "lt_util.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) { std::fprintf(stderr, "usage: plain_cublas M N K nt|nn\n"); return 2; }
@@ -27,7 +21,7 @@ int main(int argc, char** argv) {
   bool nt = std::strcmp(argv[4], "nt") == 0;
   __half *a, *b, *c;
   cudaMalloc(&a, size_t(m) * k * 2); cudaMalloc(&b, size_t(n) * k * 2); cudaMalloc(&c, size_t(m) * n * 2);
-  Fill<<<1024, 256>>>(a, size_t(m) * k, 1); Fill<<<1024, 256>>>(b, size_t(n) * k, 2);
+  FillHalf<<<1024, 256>>>(a, size_t(m) * k, 1); FillHalf<<<1024, 256>>>(b, size_t(n) * k, 2);
   cublasHandle_t h; cublasCreate(&h);
   float alpha = 1, beta = 0;
   auto call = [&] {

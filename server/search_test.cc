@@ -190,6 +190,22 @@ class SearchTest : public ::testing::Test {
       if (lines) lines->push_back(l);
     });
   }
+  // The configuration another GPU model ("OTHER-GPU") measured fastest on the
+  // first problem in the transfer tests (the screen would not pick it first).
+  v1::Candidate OtherGpusWinner() const {
+    const KnobParams there{{"BM", "256"}, {"BN", "64"}, {"SPLIT_K", "2"}, {"GROUP_M", "1"}};
+    v1::Candidate c = MakeSeedCandidate(seeds_[0], v1::LAYOUT_NT, WithDefaults(seeds_[0], there));
+    c.set_proposer("embedded");
+    return c;
+  }
+  // Stores the measurements of `c` on the first problem, made on OTHER-GPU.
+  void MeasureOnOtherGpu(const v1::Candidate& c, Store& store) {
+    FakeGpuWorkerForTest other(TiledTestFamily());
+    other.gpu = "OTHER-GPU";
+    std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({c});
+    ASSERT_TRUE(b[0].ok());
+    ASSERT_TRUE(other.Measure(c, *b[0], {problems_[0].shape}, &store, std::nullopt).ok());
+  }
   // Searches 4096x4096x4096 nt alone, with the default options; its winner.
   v1::ProblemProgress SearchAlone(FakeGpuWorkerForTest& w, Store& store) {
     problems_ = {{MakeShape(4096, 4096, 4096), v1::LAYOUT_NT}};
@@ -394,20 +410,11 @@ TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) 
   std::unique_ptr<Store> store = Open();
   // On another GPU model, a configuration the screen would not pick first was
   // measured fast on the first problem; an unknown family's was faster still.
-  FakeGpuWorkerForTest other(TiledTestFamily());
-  other.gpu = "OTHER-GPU";
-  const SeedFamily& f = seeds_[0];
-  const KnobParams there{{"BM", "256"}, {"BN", "64"}, {"SPLIT_K", "2"}, {"GROUP_M", "1"}};
-  v1::Candidate transferred = MakeSeedCandidate(f, v1::LAYOUT_NT, WithDefaults(f, there));
-  transferred.set_proposer("embedded");
+  const v1::Candidate transferred = OtherGpusWinner();
   v1::Candidate stranger = transferred;
   stranger.set_family("98_gone");
   stranger.set_id(std::string(64, 'e'));
-  for (const v1::Candidate& c : {transferred, stranger}) {
-    std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({c});
-    ASSERT_TRUE(b[0].ok());
-    ASSERT_TRUE(other.Measure(c, *b[0], {problems_[0].shape}, store.get(), std::nullopt).ok());
-  }
+  for (const v1::Candidate& c : {transferred, stranger}) MeasureOnOtherGpu(c, *store);
 
   FakeGpuWorkerForTest w(TiledTestFamily());
   SearchOptions o;
@@ -440,14 +447,8 @@ TEST_F(SearchTest, TransferMeasuresAnotherGpusWinnersFirstWithoutMixingResults) 
 // a budget the seeds alone would spend still measures the other GPU's winners.
 TEST_F(SearchTest, TransferRunsBeforeTheSeedsSoAShortBudgetKeepsIt) {
   std::unique_ptr<Store> store = Open();
-  FakeGpuWorkerForTest other(TiledTestFamily());
-  other.gpu = "OTHER-GPU";
-  const SeedFamily& f = seeds_[0];
-  const KnobParams there{{"BM", "256"}, {"BN", "64"}, {"SPLIT_K", "2"}, {"GROUP_M", "1"}};
-  const v1::Candidate transferred = MakeSeedCandidate(f, v1::LAYOUT_NT, WithDefaults(f, there));
-  std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({transferred});
-  ASSERT_TRUE(b[0].ok());
-  ASSERT_TRUE(other.Measure(transferred, *b[0], {problems_[0].shape}, store.get(), std::nullopt).ok());
+  const v1::Candidate transferred = OtherGpusWinner();
+  MeasureOnOtherGpu(transferred, *store);
 
   FakeGpuWorkerForTest w(TiledTestFamily());
   SearchOptions o;
