@@ -46,15 +46,20 @@ class Harness : public ::testing::Test {
     b.cache_dir = scratch_->path() + "/cache";
     b.scratch_dir = scratch_->path();
     builder_ = new Builder(b);
-    EvaluatorOptions e;
-    e.toolchain = *t;
-    e.scratch_dir = scratch_->path();
-    e.protocol = FixtureProtocol();
-    e.problem_timeout = absl::Seconds(20);
-    e.startup_timeout = absl::Seconds(20);
+    EvaluatorOptions e = EvaluatorOptionsWith(*t, FixtureProtocol());
     evaluator_ = new Evaluator(e);
     e.protocol.set_profile_counters(true);
     profiling_evaluator_ = new Evaluator(e);
+  }
+  // The evaluators' options: scratch below the suite's folder, 20 s limits.
+  static EvaluatorOptions EvaluatorOptionsWith(const Toolchain& t, v1::RunnerProtocol protocol) {
+    EvaluatorOptions e;
+    e.toolchain = t;
+    e.scratch_dir = scratch_->path();
+    e.protocol = std::move(protocol);
+    e.problem_timeout = absl::Seconds(20);
+    e.startup_timeout = absl::Seconds(20);
+    return e;
   }
   static void TearDownTestSuite() {
     delete profiling_evaluator_;
@@ -316,15 +321,10 @@ TEST_F(Harness, SamplesSpreadOverOperandSetsWithinTheirMemoryBound) {
   const auto sets_used = [&](int sets, int64_t max_bytes) {
     absl::StatusOr<Toolchain> t = Toolchain::Find();
     EXPECT_TRUE(t.ok()) << t.status();
-    EvaluatorOptions e;
-    e.toolchain = *t;
-    e.scratch_dir = scratch_->path();
-    e.protocol = FixtureProtocol();
-    e.protocol.set_operand_sets(sets);
-    e.protocol.set_max_operand_bytes(max_bytes);
-    e.problem_timeout = absl::Seconds(20);
-    e.startup_timeout = absl::Seconds(20);
-    Evaluator ev(e);
+    v1::RunnerProtocol p = FixtureProtocol();
+    p.set_operand_sets(sets);
+    p.set_max_operand_bytes(max_bytes);
+    Evaluator ev(EvaluatorOptionsWith(*t, p));
     absl::StatusOr<Evaluation> got = ev.Evaluate(built->candidate, built->build, {shape}, {});
     EXPECT_TRUE(got.ok()) << got.status();
     if (!got.ok() || got->measurements.size() != 1) return -1.0;
