@@ -1,8 +1,7 @@
 // A plain cuBLAS timing loop, independent of the harness, to cross-check the
 // harness's cuBLAS figures: cublasGemmEx (fp16 in, fp32 compute, fp16 out),
 // warm-up, then back-to-back calls timed with events (the "warm" figure).
-//   nvcc -O2 -o plain_cublas plain_cublas.cu -lcublas
-//   ./plain_cublas M N K nt|nn
+//   build/bin/bench/anvil-plain-cublas --shape MxNxK [--layout nt|nn]
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -14,11 +13,17 @@
 #include <vector>
 
 #include "lt_util.h"
+#include "probe_args.h"
 
 int main(int argc, char** argv) {
-  if (argc != 5) { std::fprintf(stderr, "usage: plain_cublas M N K nt|nn\n"); return 2; }
-  int m = std::atoi(argv[1]), n = std::atoi(argv[2]), k = std::atoi(argv[3]);
-  bool nt = std::strcmp(argv[4], "nt") == 0;
+  CLI::App app{"plain_cublas: cublasGemmEx in a plain warm loop, to cross-check the harness's cuBLAS figure"};
+  ProbeShape shape;
+  std::string layout = "nt";
+  AddShapeOption(app, &shape);
+  AddLayoutOption(app, &layout);
+  CLI11_PARSE(app, argc, argv);
+  const int m = shape.m, n = shape.n, k = shape.k;
+  const bool nt = layout == "nt";
   __half *a, *b, *c;
   cudaMalloc(&a, size_t(m) * k * 2); cudaMalloc(&b, size_t(n) * k * 2); cudaMalloc(&c, size_t(m) * n * 2);
   FillHalf<<<1024, 256>>>(a, size_t(m) * k, 1); FillHalf<<<1024, 256>>>(b, size_t(n) * k, 2);

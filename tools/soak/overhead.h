@@ -10,7 +10,7 @@
 
 #include "seeds/seeds.h"
 #include "worker/evaluator.h"
-#include "worker/soak/report.h"
+#include "tools/soak/report.h"
 #include "worker/toolchain.h"
 
 namespace anvil {

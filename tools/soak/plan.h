@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "worker/soak/fixtures.h"
+#include "tools/soak/fixtures.h"
 
 namespace anvil {
 

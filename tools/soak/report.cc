@@ -1,4 +1,4 @@
-#include "worker/soak/report.h"
+#include "tools/soak/report.h"
 
 #include <algorithm>
 #include <cmath>

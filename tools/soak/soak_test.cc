@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "worker/soak/fixtures.h"
-#include "worker/soak/leaks.h"
-#include "worker/soak/options.h"
-#include "worker/soak/plan.h"
-#include "worker/soak/report.h"
+#include "tools/soak/fixtures.h"
+#include "tools/soak/leaks.h"
+#include "tools/soak/options.h"
+#include "tools/soak/plan.h"
+#include "tools/soak/report.h"
 
 #ifndef ANVIL_SOURCE_DIR
 #define ANVIL_SOURCE_DIR ""

@@ -1,4 +1,4 @@
-#include "worker/soak/options.h"
+#include "tools/soak/options.h"
 
 #include <CLI/CLI.hpp>
 

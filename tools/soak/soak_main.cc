@@ -9,9 +9,9 @@
 
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
-#include "worker/soak/gpu_memory.h"
-#include "worker/soak/options.h"
-#include "worker/soak/soak.h"
+#include "tools/soak/gpu_memory.h"
+#include "tools/soak/options.h"
+#include "tools/soak/soak.h"
 
 #ifndef ANVIL_SOURCE_DIR
 #define ANVIL_SOURCE_DIR ""

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/soak/plan.h"
+#include "tools/soak/plan.h"
 
 namespace anvil {
 

@@ -14,7 +14,7 @@
 #include "seeds/seeds.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
-#include "worker/soak/options.h"
+#include "tools/soak/options.h"
 
 namespace anvil {
 

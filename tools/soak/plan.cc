@@ -1,4 +1,4 @@
-#include "worker/soak/plan.h"
+#include "tools/soak/plan.h"
 
 #include <algorithm>
 #include <cmath>

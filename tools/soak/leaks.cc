@@ -1,4 +1,4 @@
-#include "worker/soak/leaks.h"
+#include "tools/soak/leaks.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "worker/soak/gpu_memory.h"
+#include "tools/soak/gpu_memory.h"
 
 #include <unistd.h>
 

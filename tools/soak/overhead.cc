@@ -1,11 +1,11 @@
-#include "worker/soak/overhead.h"
+#include "tools/soak/overhead.h"
 
 #include "absl/strings/str_cat.h"
 #include "sandbox/sandbox.h"
 #include "spdlog/spdlog.h"
 #include "worker/builder.h"
-#include "worker/soak/fixtures.h"
-#include "worker/soak/jobs.h"
+#include "tools/soak/fixtures.h"
+#include "tools/soak/jobs.h"
 
 namespace anvil {
 namespace {

@@ -14,8 +14,8 @@
 #define ANVIL_WORKER_SOAK_SOAK_H_
 
 #include "absl/status/statusor.h"
-#include "worker/soak/options.h"
-#include "worker/soak/report.h"
+#include "tools/soak/options.h"
+#include "tools/soak/report.h"
 
 namespace anvil {
 

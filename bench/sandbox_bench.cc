@@ -11,11 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sandbox/sandbox.h"
@@ -76,10 +76,10 @@ bool SandboxRun(Isolation isolation, const std::string& dir, std::string* protec
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"anvil-sandbox-bench: the sandbox's own cost per job"};
   int runs = 50;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
-  }
+  app.add_option("--runs", runs, "jobs per mode")->check(CLI::Range(1, 100000));
+  CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   const anvil::sandbox::Capabilities& caps = anvil::sandbox::Probe();
   const char* tmp = std::getenv("TMPDIR");

@@ -1,4 +1,4 @@
-#include "worker/soak/soak.h"
+#include "tools/soak/soak.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,12 +17,12 @@
 #include "absl/synchronization/mutex.h"
 #include "sandbox/sandbox.h"
 #include "spdlog/spdlog.h"
-#include "worker/soak/fixtures.h"
-#include "worker/soak/gpu_memory.h"
-#include "worker/soak/jobs.h"
-#include "worker/soak/leaks.h"
-#include "worker/soak/overhead.h"
-#include "worker/soak/plan.h"
+#include "tools/soak/fixtures.h"
+#include "tools/soak/gpu_memory.h"
+#include "tools/soak/jobs.h"
+#include "tools/soak/leaks.h"
+#include "tools/soak/overhead.h"
+#include "tools/soak/plan.h"
 
 namespace anvil {
 namespace {

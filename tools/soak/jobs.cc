@@ -1,4 +1,4 @@
-#include "worker/soak/jobs.h"
+#include "tools/soak/jobs.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/candidate.h"
 #include "proto/problem.h"
-#include "worker/soak/fixtures.h"
+#include "tools/soak/fixtures.h"
 
 namespace anvil {
 namespace {

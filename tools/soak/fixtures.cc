@@ -1,4 +1,4 @@
-#include "worker/soak/fixtures.h"
+#include "tools/soak/fixtures.h"
 
 #include <algorithm>
 #include <filesystem>
