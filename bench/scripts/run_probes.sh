@@ -20,9 +20,9 @@ for probe in $PROBES; do
   exe=$BENCH_BIN/anvil-${probe//_/-}
   case $probe in
     dram_read | tma_read | cluster_cost) timeout 300 "$exe" > "$OUT/$probe.txt" 2>&1 ;;
-    cluster_occupancy)  # 03's CTA: 384 threads (2 consumers), 256 (1); the ring's shared memory
-      timeout 60 "$exe" --threads 384 --smem 212992 --threads 384 --smem 166912 \
-        --threads 256 --smem 229376 > "$OUT/$probe.txt" 2>&1 ;;
+    cluster_occupancy)  # 03's CTA: 384 threads (2 consumers) or 256 (1); rings of several sizes
+      timeout 60 "$exe" --threads 256 --smem 230512 --threads 256 --smem 132224 --threads 256 --smem 197760 \
+        --threads 384 --smem 148528 --threads 384 --smem 197760 > "$OUT/$probe.txt" 2>&1 ;;
     lt_heuristics | plain_cublas)
       dev_shapes | while read -r m n k l; do
         timeout 120 "$exe" --shape "${m}x${n}x${k}" --layout "$l"
