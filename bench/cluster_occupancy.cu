@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cuda_check.h"
+
 __global__ void __launch_bounds__(384, 1) Probe(int* out) {
   extern __shared__ int smem[];
   if (out != nullptr) out[blockIdx.x] = smem[threadIdx.x];
@@ -27,9 +29,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs\n", prop.name, sms);
   std::printf("threads,smem_bytes,cluster,max_active_clusters,ctas\n");
   if (cudaFuncSetAttribute(Probe, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     std::vector<cublasLtMatmulHeuristicResult_t> res(count);
     int found = 0;
     LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, count, res.data(), &found));
-    std::printf("%dx%dx%d %s query %d: %d algorithms\n", m, n, k, argv[4], q, found);
+    std::printf("%dx%dx%d %s query %d: %d algorithms\n", m, n, k, layout.c_str(), q, found);
     for (int i = 0; i < found; ++i) {
       char d[160];
       Describe(res[i].algo, d, sizeof(d));

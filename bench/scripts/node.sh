@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # The shared preamble of bench/scripts/run_*.sh, sourced with the output folder
 # as $1. Finds the Anvil to measure and exports:
 #   ANVIL      the anvil command          SEEDS   the seed families' folder

@@ -4,7 +4,7 @@ problem) as one table per problem: each metric for the candidate and for the
 fastest baseline, and their ratio; then whatever the profile could not give.
 The derived row `kernel_us` is the busiest SM's active cycles at the range's
 clock: the kernels' time (the range itself also holds profiler set-up).
-  anvil --json eval ... --profile | bench/profile_table.py NAME"""
+  anvil --json eval ... --profile | bench/scripts/profile_table.py NAME"""
 import json
 import sys
 

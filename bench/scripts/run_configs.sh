@@ -40,7 +40,7 @@ C=$OUT/configs.csv; python3 "$BENCH/scripts/eval_csv.py" --header > "$C"
 : > "$OUT/profile.md"
 for e in "${ENTRIES[@]}"; do
   IFS='|' read -r name fam layout shapes params <<< "$e"
-  for r in $(seq "${REPEAT:-1}"); do
+  for _ in $(seq "${REPEAT:-1}"); do
     for v in $VARIANTS; do
       row=$name; [ "$v" = - ] && v= || row=${name}_${v//=/}
       if [ -n "${OPERAND_SETS:-}" ]; then

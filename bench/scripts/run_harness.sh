@@ -41,7 +41,7 @@ done | tee "$OUT/plain_cublas.txt"
 echo "== harness cost per candidate"  # runner start-up to first measurement, wall per eval
 K=$(seed_file W)
 (cd /tmp && "$ANVIL" eval "$K" --shape 256x128x128 --rounds 1 > /dev/null 2>&1)  # warm the build cache
-for i in 1 2 3; do
+for _ in 1 2 3; do
   (cd /tmp && /usr/bin/time -f "wall %e s" "$ANVIL" --json eval "$K" --shape 256x128x128 --rounds 1 2>&1) |
     python3 -c "
 import sys, json

@@ -6,7 +6,7 @@ efficiency against speed-of-light. Reads the SQLite store directly (read-only).
 A store holds every GPU model it was searched on: --gpu names one (as the
 store's problems name it, e.g. H100-80GB-HBM3); without it, each GPU's problems
 are listed and the geomean spans them all.
-  bench/search_report.py STORE.db [--gpu NAME] [--markdown]"""
+  bench/scripts/search_report.py STORE.db [--gpu NAME] [--markdown]"""
 import math
 import sqlite3
 import sys

@@ -5,7 +5,7 @@ store: for every passed measurement of a candidate whose shape knobs
 same other knobs measured on the same problem (first passed measurement each, so
 neither is a re-check). Speedups are against the baselines timed in each one's
 own process; "gain" is their ratio (specialised over general). Read-only.
-  bench/specialise_report.py STORE.db [--job JOB]"""
+  bench/scripts/specialise_report.py STORE.db [--job JOB]"""
 import json
 import math
 import sqlite3
