@@ -3,8 +3,8 @@
 //   // EXPECT: verdict=TIMEOUT reason=timeout|other
 //   // POLICY: ...   (present when the source policy refuses it before nvcc)
 // Shared by the harness GPU test and anvil-soak. Pure functions; thread-safe.
-#ifndef ANVIL_WORKER_SOAK_FIXTURES_H_
-#define ANVIL_WORKER_SOAK_FIXTURES_H_
+#ifndef ANVIL_TOOLS_SOAK_FIXTURES_H_
+#define ANVIL_TOOLS_SOAK_FIXTURES_H_
 
 #include <optional>
 #include <string>
@@ -56,4 +56,4 @@ v1::RunnerProtocol FixtureProtocol();
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_FIXTURES_H_
+#endif  // ANVIL_TOOLS_SOAK_FIXTURES_H_

@@ -3,8 +3,8 @@
 // process's allocations count, and the caller's own context adds a constant),
 // or, where the GPU's compute mode allows a single context, through
 // nvidia-smi, which needs none. Thread-compatible: one thread at a time.
-#ifndef ANVIL_WORKER_SOAK_GPU_MEMORY_H_
-#define ANVIL_WORKER_SOAK_GPU_MEMORY_H_
+#ifndef ANVIL_TOOLS_SOAK_GPU_MEMORY_H_
+#define ANVIL_TOOLS_SOAK_GPU_MEMORY_H_
 
 #include <cstdint>
 #include <string>
@@ -37,4 +37,4 @@ class GpuMemory {
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_GPU_MEMORY_H_
+#endif  // ANVIL_TOOLS_SOAK_GPU_MEMORY_H_

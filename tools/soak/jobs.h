@@ -2,8 +2,8 @@
 // fresh one per build, so the build cache cannot answer it), the problems
 // passing evaluations use, and the builder and evaluator settings.
 // Shared by soak.cc and overhead.cc. Pure functions; thread-safe.
-#ifndef ANVIL_WORKER_SOAK_JOBS_H_
-#define ANVIL_WORKER_SOAK_JOBS_H_
+#ifndef ANVIL_TOOLS_SOAK_JOBS_H_
+#define ANVIL_TOOLS_SOAK_JOBS_H_
 
 #include <string>
 #include <vector>
@@ -47,4 +47,4 @@ std::string DefaultScratchParent();
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_JOBS_H_
+#endif  // ANVIL_TOOLS_SOAK_JOBS_H_

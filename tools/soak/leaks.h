@@ -2,8 +2,8 @@
 // `proc_root` (tests hand in a fake one): processes that outlived their jobs,
 // open descriptors, entries in a directory, job cgroups. Reads only; safe to
 // call from any thread.
-#ifndef ANVIL_WORKER_SOAK_LEAKS_H_
-#define ANVIL_WORKER_SOAK_LEAKS_H_
+#ifndef ANVIL_TOOLS_SOAK_LEAKS_H_
+#define ANVIL_TOOLS_SOAK_LEAKS_H_
 
 #include <cstdint>
 #include <optional>
@@ -70,4 +70,4 @@ std::vector<std::string> LeftoverJobCgroups(const std::string& cgroup_parent, in
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_LEAKS_H_
+#endif  // ANVIL_TOOLS_SOAK_LEAKS_H_

@@ -1,8 +1,8 @@
 // anvil-soak's command line: what to run (how many jobs, which mix, how many
 // parallel builds) and where (GPU, scratch, tests and seeds folders).
 // Pure data and a parser; thread-safe.
-#ifndef ANVIL_WORKER_SOAK_OPTIONS_H_
-#define ANVIL_WORKER_SOAK_OPTIONS_H_
+#ifndef ANVIL_TOOLS_SOAK_OPTIONS_H_
+#define ANVIL_TOOLS_SOAK_OPTIONS_H_
 
 #include <string>
 #include <vector>
@@ -42,4 +42,4 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_OPTIONS_H_
+#endif  // ANVIL_TOOLS_SOAK_OPTIONS_H_

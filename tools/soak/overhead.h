@@ -1,9 +1,9 @@
 // The sandbox's own cost on a node: the same nvcc build, and the same
 // evaluation, with and without namespaces (bubblewrap), alternating, a few
-// times each. (sandbox/sandbox_bench.cc measures sandbox::Run on /bin/true.)
+// times each. (bench/sandbox_bench.cc measures sandbox::Run on /bin/true.)
 // Runs one job at a time on the calling thread.
-#ifndef ANVIL_WORKER_SOAK_OVERHEAD_H_
-#define ANVIL_WORKER_SOAK_OVERHEAD_H_
+#ifndef ANVIL_TOOLS_SOAK_OVERHEAD_H_
+#define ANVIL_TOOLS_SOAK_OVERHEAD_H_
 
 #include <string>
 #include <vector>
@@ -35,4 +35,4 @@ OverheadReport MeasureOverhead(const OverheadInputs& in);
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_OVERHEAD_H_
+#endif  // ANVIL_TOOLS_SOAK_OVERHEAD_H_

@@ -3,8 +3,8 @@
 // evaluations, passing and hostile, and every hostile job is followed by a
 // passing one, so the recovery after a hang or a crash is measured on the very
 // next runner. Pure functions; thread-safe.
-#ifndef ANVIL_WORKER_SOAK_PLAN_H_
-#define ANVIL_WORKER_SOAK_PLAN_H_
+#ifndef ANVIL_TOOLS_SOAK_PLAN_H_
+#define ANVIL_TOOLS_SOAK_PLAN_H_
 
 #include <vector>
 
@@ -42,4 +42,4 @@ std::vector<GpuJob> PlanGpuLane(int evals, int hostile, const std::vector<int>& 
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_PLAN_H_
+#endif  // ANVIL_TOOLS_SOAK_PLAN_H_

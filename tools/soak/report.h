@@ -4,8 +4,8 @@
 // scratch entries, descriptors, job cgroups); the sandbox's own overhead.
 // Printed as markdown tables for a person and as JSON for the record.
 // Plain data; thread-compatible.
-#ifndef ANVIL_WORKER_SOAK_REPORT_H_
-#define ANVIL_WORKER_SOAK_REPORT_H_
+#ifndef ANVIL_TOOLS_SOAK_REPORT_H_
+#define ANVIL_TOOLS_SOAK_REPORT_H_
 
 #include <map>
 #include <string>
@@ -98,4 +98,4 @@ std::string ReportJson(const SoakReport& r);    // one JSON object, indented
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_REPORT_H_
+#endif  // ANVIL_TOOLS_SOAK_REPORT_H_

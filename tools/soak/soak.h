@@ -10,8 +10,8 @@
 // REQUIRES: a CUDA device options.device, unless options.cpu_only. Uses the
 // calling thread for the GPU lane and starts the build threads itself; one
 // soak per process at a time (it watches the process's own descriptors).
-#ifndef ANVIL_WORKER_SOAK_SOAK_H_
-#define ANVIL_WORKER_SOAK_SOAK_H_
+#ifndef ANVIL_TOOLS_SOAK_SOAK_H_
+#define ANVIL_TOOLS_SOAK_SOAK_H_
 
 #include "absl/status/statusor.h"
 #include "tools/soak/options.h"
@@ -26,4 +26,4 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options);
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_SOAK_SOAK_H_
+#endif  // ANVIL_TOOLS_SOAK_SOAK_H_
