@@ -17,7 +17,7 @@
 #include "seeds/space.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
-#include "worker/soak/fixtures.h"
+#include "tools/soak/fixtures.h"
 
 #ifndef ANVIL_SOURCE_DIR
 #define ANVIL_SOURCE_DIR ""

@@ -11,7 +11,7 @@
 //     loop) / (R N), median of 7, implementations interleaved by round;
 //   - cuBLASLt autotuned here: the fastest of the heuristic's top 32
 //     algorithms in that regime (each timed once, the best three again).
-// One plan row (plan.h) per process: `anvil-crosscheck PLAN.csv ROW`. Prints
+// One plan row (plan.h) per process: `anvil-crosscheck --plan PLAN.csv --row I`. Prints
 // CSV: m,n,k,layout,regime,candidate_us,cublas_us,lt_heuristic_us,lt_auto_us,
 // ratio,runner_ratio,agree_3pct. The candidate's output is compared with
 // cuBLAS's on random inputs first (a wrong kernel is reported, not timed).
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "bench/crosscheck/plan.h"
 
 namespace {
@@ -264,16 +265,20 @@ int Run(const anvil::crosscheck::Row& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: anvil-crosscheck PLAN.csv ROW\n");
-    return 2;
-  }
-  std::ifstream in(argv[1]);
+  CLI::App app("Times a built candidate and the cuBLAS family in the graph regimes, "
+               "independently of the runner; one plan row per process.");
+  std::string plan;
+  int row = 0;
+  app.add_option("--plan", plan, "CSV: m,n,k,layout,library,runner_graph_cold,runner_graph_hot")
+      ->required();
+  app.add_option("--row", row, "which data row of the plan (0-based)")->required();
+  CLI11_PARSE(app, argc, argv);
+  std::ifstream in(plan);
+  if (!in) return std::fprintf(stderr, "cannot read %s\n", plan.c_str()), 2;
   std::stringstream text;
   text << in.rdbuf();
   absl::StatusOr<std::vector<anvil::crosscheck::Row>> rows = anvil::crosscheck::ParsePlan(text.str());
   if (!rows.ok()) return std::fprintf(stderr, "%s\n", std::string(rows.status().message()).c_str()), 2;
-  const int row = std::atoi(argv[2]);
   if (row < 0 || row >= int(rows->size())) return std::fprintf(stderr, "no row %d\n", row), 2;
   return Run((*rows)[row]);
 }

@@ -73,8 +73,8 @@ void FillDefaults(v1::RunnerProtocol& p) {
   def([&] { return p.graph_cold_l2_multiple(); }, [&](double v) { p.set_graph_cold_l2_multiple(v); }, 2.0);
   // A kernel's speed can depend on where its operands lie in device memory: on
   // the H200 a 1000^3 kernel's median moved 6% from one operand set to another,
-  // the same sets in every process (bench/NOTES.md, harness, 2026-11-26), so one set per
-  // process is one draw. Four sets, up to 4 GiB of them.
+  // the same sets in every process, so one set per process is one draw
+  // (bench/results/2026-11-26-operand-placement-h200.md). Four sets, up to 4 GiB of them.
   def([&] { return p.operand_sets(); }, [&](int v) { p.set_operand_sets(v); }, 4);
   def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
 }
