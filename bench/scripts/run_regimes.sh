@@ -7,7 +7,8 @@
 # timer, each shape in its own process) beside the runner's ratios
 # (crosscheck.csv: agree_3pct per shape and regime).
 #   BUDGET=4 DB=bench/state/2026-11-22-dev-search-h100.db.xz bench/scripts/run_regimes.sh OUT_DIR
-# SKIP_SEARCH=1 with DB a store that already holds the job reuses it (JOB=id).
+# SKIP_SEARCH=1 with DB a store that already holds the job reuses it (JOB=id);
+# NO_CROSSCHECK=1 stops after the regimes table.
 # Write-up: bench/results/*-graph-regimes-*.md.
 . "$(dirname "$0")/node.sh"
 BUDGET=${BUDGET:-4}
@@ -31,6 +32,9 @@ echo "job: ${JOB:?no job}"
 "$ANVIL" --db "$STORE" --json kernels --figure graph-cold --job "$JOB" > "$OUT/kernels.json"
 python3 "$BENCH/scripts/regimes.py" < "$OUT/kernels.json" > "$OUT/regimes.md"
 cat "$OUT/regimes.md"
+python3 -c "import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), lzma.open(sys.argv[2], 'wb'))" \
+  "$STORE" "$OUT/regimes.db.xz"
+[ -n "${NO_CROSSCHECK:-}" ] && exit 0
 python3 "$BENCH/scripts/regimes.py" --plan < "$OUT/kernels.json" > "$OUT/plan.csv"
 rows=$(($(wc -l < "$OUT/plan.csv") - 1))
 echo "m,n,k,layout,regime,candidate_us,cublas_us,lt_heuristic_us,lt_auto_us,ratio,runner_ratio,agree_3pct" \
@@ -40,5 +44,4 @@ for ((i = 0; i < rows; i++)); do
     2>> "$OUT/crosscheck.err" || echo "row $i: crosscheck rc=$?" >> "$OUT/crosscheck.err"
 done
 column -s, -t < "$OUT/crosscheck.csv"
-python3 -c "import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), lzma.open(sys.argv[2], 'wb'))" \
-  "$STORE" "$OUT/regimes.db.xz" && rm -f "$STORE"
+rm -f "$STORE"

@@ -141,6 +141,7 @@ class ProblemSession {
     ~Graph();
     cudaGraphExec_t exec = nullptr;
     int calls = 0;
+    size_t set = 0;  // hot: the operand set its calls read and write
   };
   struct ImplGraphs {  // one implementation's graphs, captured at its first graph round
     bool tried = false;
@@ -163,7 +164,7 @@ class ProblemSession {
   absl::StatusOr<Graph> CaptureGraph(GemmImpl& impl, bool cold, int calls, std::string* why);
   absl::Status CaptureGraphs(size_t index);
   absl::Status RegenerateCold(int check);
-  absl::Status PrepareReplay(bool cold, int check);
+  absl::Status PrepareReplay(const Graph& g, bool cold, int check);
   absl::StatusOr<std::optional<Failure>> Launch(GemmImpl& impl, const Graph& g, double* us);
   absl::StatusOr<std::optional<Failure>> Replay(GemmImpl& impl, const Graph& g, bool cold,
                                                 int check, double* us);
