@@ -477,6 +477,16 @@
 #define ANVIL_SPLIT_COLS 0
 #endif
 
+// The values of the mode knobs, by name (the builder and the stored candidates
+// pass the integers: -DANVIL_PERSISTENT=2 is the stream-K tile scheduler). The
+// preprocessor needs them as macros where a mode removes code (the persistent
+// kernel body, the reduce kernel); the kernel reads them as the enums below.
+#define ANVIL_SCHEDULER_TILE_PER_CTA 0  // ANVIL_PERSISTENT: one CTA per output tile
+#define ANVIL_SCHEDULER_PERSISTENT 1    // a persistent CTA per SM loops over tiles
+#define ANVIL_SCHEDULER_STREAM_K 2      // persistent CTAs share (tile, k-tile) units
+#define ANVIL_SPLIT_REDUCE_WORKSPACE 0  // ANVIL_SPLIT_REDUCE: slabs + a reduce kernel
+#define ANVIL_SPLIT_REDUCE_CLUSTER 1    // the splits sum in a cluster (DSMEM)
+
 // ANVIL_WG_N: the wgmma N of one consumer, BN or (SPLIT_COLS=1) BN/2, as a
 // literal: it is token-pasted into the CuTe atom's name.
 #if ANVIL_SPLIT_COLS
@@ -535,6 +545,46 @@ constexpr bool kNT = true;
 constexpr bool kNT = false;
 #endif
 
+// ---- Named modes ----------------------------------------------------------------
+// Each mode knob as CUTLASS 3.x names the same choice; the integer is the knob's
+// value (seed.json "names" lists the same names).
+
+// ANVIL_SCHEDULE: how the consumer warpgroups share the work (CUTLASS's kernel
+// schedule tags).
+enum class KernelSchedule : int {
+  // Every consumer works on every tile, BM/CONSUMERS rows (or BN/2 columns) each.
+  KernelTmaWarpSpecializedCooperative = 0,
+  // Each consumer computes whole tiles, alternate tiles, taking turns through the
+  // main loop so one consumer's epilogue runs under the other's wgmmas.
+  KernelTmaWarpSpecializedPingpong = 1,
+};
+// ANVIL_PERSISTENT: which tiles a CTA computes (CUTLASS's tile schedulers).
+enum class TileScheduler : int {
+  TilePerCta = ANVIL_SCHEDULER_TILE_PER_CTA,  // grid of tiles (x K splits), one each
+  Persistent = ANVIL_SCHEDULER_PERSISTENT,    // PersistentTileSchedulerSm90
+  StreamK = ANVIL_SCHEDULER_STREAM_K,         // PersistentTileSchedulerSm90StreamK
+};
+// ANVIL_EPILOGUE: how the fp16 C tile is stored (the collective epilogue).
+enum class EpilogueKind : int {
+  Direct = 0,        // from the accumulator fragments (CUTLASS's DefaultEpilogue)
+  StagedStores = 1,  // staged in shared memory, 16-byte coalesced thread stores
+  TmaStore = 2,      // staged in swizzled boxes, cp.async.bulk.tensor stores
+                     // (CUTLASS's TMA warp-specialised epilogue)
+};
+// ANVIL_SPLIT_REDUCE: how the K splits of a tile are summed (SPLIT_K > 1).
+enum class SplitReduce : int {
+  Workspace = ANVIL_SPLIT_REDUCE_WORKSPACE,  // fp32 slabs, then splitk_reduce
+  Cluster = ANVIL_SPLIT_REDUCE_CLUSTER,      // one cluster per tile, summed in DSMEM
+};
+// ANVIL_SPLIT_COLS: how two cooperative consumers split the tile.
+enum class ConsumerSplit : int { Rows = 0, Columns = 1 };
+// ANVIL_PDL: when the call's last kernel lets the next kernel on the stream in.
+enum class PdlRelease : int {
+  Off = 0,            // plain stream order, no programmatic dependent launch
+  AtCtaStart = 1,     // once every CTA has started
+  AfterLastLoad = 2,  // once every CTA's producer has issued its last load
+};
+
 constexpr int kBM = ANVIL_BM;
 constexpr int kBN = ANVIL_BN;
 constexpr int kBK = ANVIL_BK;
@@ -544,16 +594,24 @@ constexpr int kGroupM = ANVIL_GROUP_M;
 constexpr int kProducerRegs = ANVIL_PRODUCER_REGS;
 constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
 constexpr int kSplitK = ANVIL_SPLIT_K;
-constexpr int kEpilogue = ANVIL_EPILOGUE;
-constexpr int kPersistent = ANVIL_PERSISTENT;
-constexpr bool kStreamK = ANVIL_PERSISTENT == 2;
-constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
-constexpr int kPdlMode = ANVIL_PDL;
-constexpr bool kPdl = kPdlMode != 0;
+constexpr KernelSchedule kSchedule = static_cast<KernelSchedule>(ANVIL_SCHEDULE);
+constexpr TileScheduler kScheduler = static_cast<TileScheduler>(ANVIL_PERSISTENT);
+constexpr EpilogueKind kEpilogue = static_cast<EpilogueKind>(ANVIL_EPILOGUE);
+constexpr SplitReduce kSplitReduce = static_cast<SplitReduce>(ANVIL_SPLIT_REDUCE);
+constexpr ConsumerSplit kConsumerSplit = static_cast<ConsumerSplit>(ANVIL_SPLIT_COLS);
+constexpr PdlRelease kPdlMode = static_cast<PdlRelease>(ANVIL_PDL);
+// Shorthands the code below reads.
+constexpr bool kPersistent = kScheduler != TileScheduler::TilePerCta;  // a tile loop
+constexpr bool kStreamK = kScheduler == TileScheduler::StreamK;
+constexpr bool kPingpong = kSchedule == KernelSchedule::KernelTmaWarpSpecializedPingpong;
+constexpr bool kDirectEpilogue = kEpilogue == EpilogueKind::Direct;
+constexpr bool kStagedEpilogue = kEpilogue == EpilogueKind::StagedStores;
+constexpr bool kTmaEpilogue = kEpilogue == EpilogueKind::TmaStore;
+constexpr bool kPdl = kPdlMode != PdlRelease::Off;
 constexpr int kCluster = ANVIL_CLUSTER;      // cluster CTAs along M: they share B
 constexpr int kClusterN = ANVIL_CLUSTER_N;   // cluster CTAs along N: they share A
 constexpr int kClusterSize = kCluster * kClusterN;
-constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
+constexpr bool kClusterReduce = kSplitReduce == SplitReduce::Cluster;
 constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
 // SHAPE_M/N/K: the caller's problem (0 = any), and the kernel's view of it
 // (SWAP_AB runs the N x M problem).
@@ -566,7 +624,7 @@ constexpr int kFixN = kSwapAB ? kShapeM : kShapeN;
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
 // or the whole tile (pingpong: the consumers take alternate tiles).
-constexpr bool kSplitCols = ANVIL_SPLIT_COLS == 1;
+constexpr bool kSplitCols = kConsumerSplit == ConsumerSplit::Columns;
 constexpr int kWgRows = kPingpong || kSplitCols ? kBM : kBM / kConsumers;
 // Columns of a tile each consumer computes: all of them, or (SPLIT_COLS=1) its half.
 constexpr int kWgCols = ANVIL_WG_N;
@@ -595,104 +653,147 @@ constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 // Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers;
 // in pingpong one buffer of one m64 slab (64 x BN), which each epilogue fills and
 // stores slab by slab, and the consumers' alternate epilogues hand over.
-constexpr bool kSharedTmaStaging = kPingpong && kEpilogue == 2;
+constexpr bool kSharedTmaStaging = kPingpong && kTmaEpilogue;
 constexpr int kTmaSlabRows = kSharedTmaStaging ? 64 : kWgRows;  // rows staged at a time
 constexpr int kTmaBoxCols = kWgCols % 64 == 0 ? 64 : kWgCols % 32 == 0 ? 32 : 16;
 constexpr int kTmaBoxBytes = kTmaSlabRows * kTmaBoxCols * 2;
 constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
 constexpr int kWgTmaStagingBytes = kTmaSlabRows * kWgCols * 2;
 constexpr int kOwnTmaStagingBytes =
-    kPersistent && kEpilogue == 2 ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
+    kPersistent && kTmaEpilogue ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
                                   : 0;
 // SPLIT_REDUCE=1: a split's fp32 partial tile, BM rows x kRedPitch floats, in the ring.
 constexpr int kRedPitch = kBN + 8;
 constexpr int kRedBytes = kBM * kRedPitch * 4;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            2 * kStages * 8 /* full + empty mbarriers */ +
-                           (kPersistent && kEpilogue == 1 ? kStagingBytes : 0) +
+                           (kPersistent && kStagedEpilogue ? kStagingBytes : 0) +
                            kOwnTmaStagingBytes;
 
+// ---- Illegal knob combinations (seed.json's "constraints", with their reason) -------
+// The search checks the same rules before it spends nvcc time; these keep a
+// hand-built or mistyped configuration from compiling into a kernel that hangs or
+// computes garbage.
+
+// Value ranges.
 static_assert(kBK == 64 || kBK == 128,
-              "BK: 64 or 128 (one or two 128-byte swizzle rows of fp16 a slot)");
-static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
+              "BK: 64 or 128 (a 128B-swizzled TMA box row is 64 fp16: one or two rows a slot)");
+static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2 consumer warpgroups");
+static_assert(kStages >= 2 && kStages <= 16,
+              "STAGES: 2..16 (the release scheme keeps one wgmma batch in flight: 2 slots)");
+static_assert(ANVIL_PDL >= 0 && ANVIL_PDL <= 2, "PDL: 0 (off), 1 (release at CTA start) or 2 "
+                                                "(release after the last load)");
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
+static_assert(kClusterN == 1 || kClusterN == 2 || kClusterN == 4, "CLUSTER_N: 1, 2 or 4");
+static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
+static_assert(kSplitK >= 1 && kSplitK <= 32, "SPLIT_K: 1..32 (grid.y = split)");
+static_assert(ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE ||
+                  ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_CLUSTER,
+              "SPLIT_REDUCE: 0 (workspace slabs) or 1 (cluster sum)");
+static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
+static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
+              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
+static_assert(ANVIL_EPILOGUE >= 0 && ANVIL_EPILOGUE <= 2,
+              "EPILOGUE: 0 (Direct), 1 (StagedStores) or 2 (TmaStore)");
+static_assert(ANVIL_PERSISTENT >= ANVIL_SCHEDULER_TILE_PER_CTA &&
+                  ANVIL_PERSISTENT <= ANVIL_SCHEDULER_STREAM_K,
+              "PERSISTENT: 0 (TilePerCta), 1 (Persistent) or 2 (StreamK)");
+static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
+              "SCHEDULE: 0 (KernelTmaWarpSpecializedCooperative) or 1 "
+              "(KernelTmaWarpSpecializedPingpong)");
+static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1, "SPLIT_COLS: 0 (rows) or 1 (columns)");
+
+// Tile shape against the wgmma and TMA shapes.
 static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
-              "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1) must be 64 or 128 "
-              "(1 or 2 m64 wgmma tiles)");
-static_assert(kBM <= 256, "TMA box dimension is at most 256 rows");
+              "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1 or SPLIT_COLS=1) must be "
+              "64 or 128: each consumer warpgroup computes whole m64 wgmma tiles, at most two");
+static_assert(kBM <= 256, "BM: a TMA box dimension is at most 256 rows");
 static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
-              "BN: multiple of 16 in 16..256 (wgmma N, TMA box <= 256)");
+              "BN: multiple of 16 in 16..256 (wgmma N is 8..256; a TMA box is at most 256 rows)");
 static_assert(kNT || kBN % 64 == 0,
-              "NN: BN must be a multiple of 64 (128B-swizzle box is 64 halfs wide in N)");
+              "NN: BN must be a multiple of 64 (MN-major B is loaded as {64 N x BK K} boxes: "
+              "the 128B swizzle limits a box's inner dimension to 128 bytes)");
+static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
+              "every ring slot must stay 1024-byte aligned (the 128B swizzle atom)");
+
+// Registers.
 // ptxas allocates a consumer's registers up to its setmaxnreg.inc count, not the
 // launch's 168: 192 accumulators compile without spills at 224 (and spill, with
 // the wgmmas serialised, at 216).
 static_assert(kMTiles * kAcc <= 128 || (kMTiles * kAcc <= 192 && kMTiles * kAcc + 32 <= kConsumerRegs),
               "fp32 accumulators per consumer thread: at most 128, or up to 192 with "
               "CONSUMER_REGS >= accumulators + 32 (fewer spill and serialise the wgmmas)");
-static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
-static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
-static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
-static_assert(kCluster == 1 || !kStreamK, "CLUSTER: not with stream-K");
-static_assert(kClusterN == 1 || kClusterN == 2 || kClusterN == 4, "CLUSTER_N: 1, 2 or 4");
-static_assert(kClusterSize <= 8, "CLUSTER x CLUSTER_N: at most 8 CTAs (the portable cluster)");
-static_assert(kClusterN == 1 || (kPersistent == 0 && !kClusterReduce),
-              "CLUSTER_N: only the tile-per-CTA grid (the persistent loop's clusters are "
-              "columns of tiles; the cluster sum's cluster spans the K splits)");
-static_assert(!kNT || (kBN / kCluster) % 8 == 0,
-              "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
-static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
-static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
-              "PRODUCER_REGS: multiple of 8 in 24..56");
+              "PRODUCER_REGS: setmaxnreg takes a multiple of 8 in 24..256 (24..56 here: the "
+              "producer runs one TMA-issuing thread)");
 static_assert(kConsumerRegs % 8 == 0 && kConsumerRegs >= 168 && kConsumerRegs <= 256,
-              "CONSUMER_REGS: multiple of 8 in 168..256");
+              "CONSUMER_REGS: setmaxnreg takes a multiple of 8, at most 256");
 static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
               "setmaxnreg budget exceeds the 64K-register file");
 // setmaxnreg only moves registers the CTA was launched with (384 threads x 168
 // with two consumers): a larger sum makes setmaxnreg.inc wait forever.
 static_assert(kConsumers == 1 || kProducerRegs + 2 * kConsumerRegs <= 504,
-              "setmaxnreg budget exceeds the CTA's launch allocation (deadlock)");
-static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
-              "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
-static_assert(kSplitK >= 1 && kSplitK <= 32, "SPLIT_K: 1..32 (grid.y = split)");
-static_assert(!kClusterReduce || kSplitK <= 16,
-              "SPLIT_REDUCE=1: a cluster holds at most 16 CTAs (the splits of a tile)");
-static_assert(ANVIL_SPLIT_REDUCE == 0 || ANVIL_SPLIT_REDUCE == 1, "SPLIT_REDUCE: 0 or 1");
-static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
-              "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
+              "setmaxnreg budget exceeds the CTA's launch allocation (384 threads x 168: "
+              "setmaxnreg.inc would wait forever)");
+
+// Shared memory.
+static_assert(kSmemBytes <= 232448,
+              "shared memory above the 227 KiB per-block limit of the H100 (ring slots, "
+              "mbarriers, persistent staging buffers)");
+static_assert(kPersistent || !kStagedEpilogue || kStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=1 (StagedStores) stages the fp16 tile in the drained ring: "
+              "BM*(BN+8)*2 bytes must fit in it");
+static_assert(kPersistent || !kTmaEpilogue ||
+                  kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=2 (TmaStore) stages the fp16 tile in the drained ring: BM*BN*2 bytes "
+              "must fit in it");
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
-              "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
-static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
-static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
-              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
-static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kClusterSize == 1),
-              "SWAP_AB=1: NT only, direct stores (EPILOGUE 0), no SPLIT_REDUCE, no CLUSTER");
-static_assert(kEpilogue >= 0 && kEpilogue <= 2,
-              "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
+              "SPLIT_REDUCE=1 stages the fp32 partial tile in the drained ring: BM*(BN+8)*4 "
+              "bytes must fit in it");
+static_assert((kStagePitch * 2) % 16 == 0 && kWgStagingBytes % 16 == 0,
+              "staging rows must be 16-byte aligned (16-byte shared loads)");
 static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 1024 == 0,
               "EPILOGUE=2: boxes must stay 1024-byte aligned (the swizzle pattern's period)");
-static_assert(kPersistent >= 1 || kEpilogue != 2 ||
-                  kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
-              "EPILOGUE=2 stages the fp16 tile in the ring: BM*BN*2 must fit in it");
-static_assert(kPersistent >= 0 && kPersistent <= 2, "PERSISTENT: 0, 1 or 2 (stream-K)");
-static_assert(kPersistent == 0 || kSplitK == 1,
-              "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
-static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
-              "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
-static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
-              "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
-static_assert(kPersistent >= 1 || kEpilogue != 1 || kStagingBytes <= kStages * kStageBytes,
-              "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
-static_assert((kStagePitch * 2) % 16 == 0 && kWgStagingBytes % 16 == 0,
-              "staging rows must be 16-byte aligned");
-static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1, "SPLIT_COLS: 0 or 1");
+static_assert(!kTmaEpilogue || kWgCols % 16 == 0,
+              "EPILOGUE=2: a consumer's columns must be whole TMA boxes of 16, 32 or 64");
+
+// Kernel schedule and consumer split.
+static_assert(!kPingpong || (kConsumers == 2 && kScheduler == TileScheduler::Persistent),
+              "SCHEDULE=1 (Pingpong) needs two consumers taking alternate tiles of the "
+              "Persistent tile loop (PERSISTENT=1); stream-K's partial tiles are not whole "
+              "tiles");
 static_assert(!kSplitCols || (kConsumers == 2 && !kPingpong && (kBM == 64 || kBM == 128) &&
                               kWgCols * 2 == kBN && kWgCols % 8 == 0),
-              "SPLIT_COLS=1: two cooperative consumers, BM 64 or 128, each BN/2 columns");
+              "SPLIT_COLS=1: two cooperative consumers (pingpong's own whole tiles), each "
+              "taking all BM rows (64 or 128: one or two m64 wgmmas) and BN/2 columns");
 static_assert(!kSplitCols || kNT || kWgCols % 64 == 0,
-              "SPLIT_COLS=1 in NN: a consumer's B columns must start on a 64-wide box");
-static_assert(kEpilogue != 2 || kWgCols % 16 == 0,
-              "EPILOGUE=2: a consumer's columns must be whole TMA boxes of 16, 32 or 64");
+              "SPLIT_COLS=1 in NN: a consumer's B columns must start on a 64-wide TMA box (a "
+              "descriptor cannot start inside a 128B-swizzle atom along N)");
+
+// Tile scheduler, split-K and clusters.
+static_assert(!kPersistent || kSplitK == 1,
+              "PERSISTENT=1/2: the persistent loop's unit is a whole tile and stream-K's a "
+              "(tile, k-tile) unit with its own partial tiles: SPLIT_K must be 1");
+static_assert(kCluster == 1 || !kStreamK,
+              "CLUSTER: not with stream-K (its CTAs own unequal unit ranges, so a cluster's "
+              "CTAs would not consume the same slots in the same order)");
+static_assert(kClusterSize <= 8,
+              "CLUSTER x CLUSTER_N: at most 8 CTAs (the portable cluster size)");
+static_assert(kClusterN == 1 || (!kPersistent && !kClusterReduce),
+              "CLUSTER_N: only the tile-per-CTA grid (the persistent loop's clusters are "
+              "columns of tiles; the cluster sum's cluster spans the K splits)");
+static_assert(!kNT || (kBN / kCluster) % 8 == 0,
+              "CLUSTER: each CTA's share of the B box must be whole 8-row (1024-byte) "
+              "128B-swizzle atoms");
+static_assert(!kClusterReduce || kSplitK <= 16,
+              "SPLIT_REDUCE=1: a cluster holds at most 16 CTAs (the splits of a tile; "
+              "non-portable above 8)");
+static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
+              "SPLIT_REDUCE=1: needs SPLIT_K > 1 (it is a way of summing splits), CLUSTER 1 "
+              "(its cluster spans the splits) and PERSISTENT 0 (whole-tile units)");
+static_assert(!kSwapAB || (kNT && kDirectEpilogue && !kClusterReduce && kClusterSize == 1),
+              "SWAP_AB=1: NT only (both operands K-major), direct stores (EPILOGUE 0: the "
+              "staged epilogues and the cluster sum write rows), no multicast clusters");
 
 // wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
 #define ANVIL_GMMA_ATOM_(n) gmma::MMA_64x##n##x16_F32F16F16_SS
@@ -1321,9 +1422,9 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
                                                             const CUtensorMap* tmC, bool c_tma,
                                                             __half* C, int M, int N, int row0,
                                                             int n0, float (&acc)[kMTiles][kAcc]) {
-  if constexpr (kEpilogue == 2)
+  if constexpr (kTmaEpilogue)
     store_tile_tma(stage, bar, reuse, tmC, c_tma, C, M, N, row0, n0, acc);
-  else if constexpr (kEpilogue == 1)
+  else if constexpr (kStagedEpilogue)
     store_tile_staged(stage, bar, reuse, C, M, N, row0, n0, acc);
   else
     store_tile_direct(C, M, N, row0, n0, acc);
@@ -1482,10 +1583,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     prefetch_tensormap(&tmA);
     prefetch_tensormap(&tmB);
-    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
+    if constexpr (kTmaEpilogue) prefetch_tensormap(&tmC);
   }
 
-#if ANVIL_PERSISTENT
+#if ANVIL_PERSISTENT != ANVIL_SCHEDULER_TILE_PER_CTA
   // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
   // (its local tiles i = 0, 1, ...; unsigned: no overflow), each through the
   // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
@@ -1518,7 +1619,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kCluster > 1) cluster_sync_after_init();
   else __syncthreads();
   pdl_wait();
-  if (kPdlMode == 1) pdl_release();
+  if (kPdlMode == PdlRelease::AtCtaStart) pdl_release();
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
@@ -1557,7 +1658,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-      if (kPdlMode == 2) pdl_release();
+      if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
       // Multicast clusters: stay until every reader of the cluster has released
       // the last use of each slot (see "Cluster exit").
       if constexpr (kCluster > 1)
@@ -1576,7 +1677,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int c = wg - 1;
     // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
     const uint32_t stage =
-        kEpilogue == 2
+        kTmaEpilogue
             ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
                        : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
@@ -1678,7 +1779,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
     // exits (its shared memory may then go to another CTA).
-    if constexpr (kEpilogue == 2)
+    if constexpr (kTmaEpilogue)
       if (threadIdx.x % 128 == 0) bulk_wait_read();
   }
   (void)partials;
@@ -1737,7 +1838,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool last_kernel = gridDim.y == 1 || kClusterReduce;
   // SPLIT_REDUCE=1 with more than one split: the tile's splits sum in the cluster.
   const bool cluster_sum = kClusterReduce && gridDim.y > 1;
-  if (kPdlMode == 1 && last_kernel) pdl_release();
+  if (kPdlMode == PdlRelease::AtCtaStart && last_kernel) pdl_release();
 
   if (wg == 0) {
     // ------------------------------ producer ------------------------------
@@ -1755,7 +1856,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (i < 64) ANVIL_MARK(8 + i, clock64());
         load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
       }
-      if (kPdlMode == 2 && last_kernel) pdl_release();
+      if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
       // Multicast clusters: stay until every reader of the cluster has released
       // the last use of each slot (see "Cluster exit").
       if constexpr (kClusterSize > 1)
@@ -1816,7 +1917,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
                           threadIdx.x - 128, C, M, N, m0, n0);
       cluster_sync();
-    } else if constexpr (kEpilogue == 1) {
+    } else if constexpr (kStagedEpilogue) {
       // Staged in the ring: every consumer has passed its last full-barrier wait,
       // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
       // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
@@ -1827,7 +1928,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
       store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
                         N, row0, col0, acc);
-    } else if constexpr (kEpilogue == 2) {
+    } else if constexpr (kTmaEpilogue) {
       // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
       if (c_tma) named_bar_sync<1, 128 * kConsumers>();
       if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
@@ -1859,7 +1960,7 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
-#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
+#if ANVIL_SPLIT_K > 1 && ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE
 // Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
 // partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
 // both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
@@ -2107,7 +2208,7 @@ struct MapCache {
 bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, int K, int lda,
               int ldb, Maps* out) {
   thread_local MapCache cache;
-  const MapKey key{a, b, kEpilogue == 2 ? c : nullptr, M, N, K, lda, ldb};
+  const MapKey key{a, b, kTmaEpilogue ? c : nullptr, M, N, K, lda, ldb};
   if (!cache.valid || !(cache.key == key)) {
     cache.valid = false;  // until every map is encoded
     Maps& m = cache.maps;
@@ -2120,7 +2221,7 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
                           : make_map(&m.b, b, N, K, ldb, 64, kBK);
     if (!ok_b) return false;
     // EPILOGUE=2: C's boxes as the consumers stage them (store_tile_tma).
-    m.c_tma = kEpilogue == 2 && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
+    m.c_tma = kTmaEpilogue && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
     constexpr CUtensorMapSwizzle kSwizzleC = kTmaBoxCols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
                                              : kTmaBoxCols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                                  : CU_TENSOR_MAP_SWIZZLE_32B;
@@ -2198,7 +2299,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   float* partials = p.part_bytes > 0 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
-#if ANVIL_PERSISTENT
+#if ANVIL_PERSISTENT != ANVIL_SCHEDULER_TILE_PER_CTA
   // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles;
   // with CLUSTER c, as many clusters as fit at once, each looping over groups of
   // c tile-rows.
@@ -2230,7 +2331,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
              maps.c_tma ? 1 : 0, C, M, N, K, static_cast<int>(tiles_m),
              static_cast<int>(tiles_n), partials, p.slab) != cudaSuccess)
     return 1;
-#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
+#if ANVIL_SPLIT_K > 1 && ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;
