@@ -701,7 +701,8 @@ static_assert(ANVIL_PERSISTENT >= ANVIL_SCHEDULER_TILE_PER_CTA &&
 static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
               "SCHEDULE: 0 (KernelTmaWarpSpecializedCooperative) or 1 "
               "(KernelTmaWarpSpecializedPingpong)");
-static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1, "SPLIT_COLS: 0 (rows) or 1 (columns)");
+static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1,
+              "SPLIT_COLS: 0 (rows) or 1 (columns)");
 
 // Tile shape against the wgmma and TMA shapes.
 static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
@@ -1556,6 +1557,342 @@ template <typename Fn>
   if (lane == 0) release_slot(ring, prev_s);
 }
 
+// ==== Tile schedulers: which tiles (and k-tiles) a CTA computes ====================
+
+// TileScheduler::TilePerCta: the CTA's one tile (m0, n0) and its k-tile range.
+// A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
+// CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
+// computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
+// group sticks out of C, the ranks past M or N have their A or B boxes
+// zero-filled by TMA and their stores masked, but they still load and
+// multicast their shares.
+// Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
+// range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
+// splits, so n_kt >= 1; an empty range would still store its zero accumulators.
+struct TilePerCtaWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  int m0, n0;     // the tile's origin in C
+  int kt_begin;   // the split's first k-tile
+  int n_kt;       // and how many
+};
+[[maybe_unused]] __device__ __forceinline__ TilePerCtaWork tile_per_cta_work(
+    int tiles_m, int tiles_n, int k_tiles) {
+  TilePerCtaWork w;
+  w.rank = cluster_rank();
+  if constexpr (kClusterSize == 1) {
+    tile_origin(blockIdx.x, tiles_m, tiles_n, w.m0, w.n0);
+  } else {
+    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
+                (tiles_n + kClusterN - 1) / kClusterN, w.m0, w.n0);
+    w.m0 = w.m0 * kCluster + static_cast<int>(cluster_row(w.rank)) * kBM;
+    w.n0 = w.n0 * kClusterN + static_cast<int>(cluster_col(w.rank)) * kBN;
+  }
+  w.kt_begin = 0;
+  w.n_kt = k_tiles;
+  if constexpr (kSplitK > 1) {
+    const long long splits = gridDim.y;
+    const long long s = blockIdx.y;
+    w.kt_begin = static_cast<int>(s * k_tiles / splits);
+    w.n_kt = static_cast<int>((s + 1) * k_tiles / splits) - w.kt_begin;
+  }
+  return w;
+}
+
+// TileScheduler::Persistent and ::StreamK: this CTA takes the tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... (its local tiles i = 0, 1, ...; unsigned: no
+// overflow), each through the grouped raster. The host launches at most
+// num_tiles CTAs, so n_local >= 1.
+// CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
+// CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
+// computing rows m0 + r*BM, as without persistence), so their rings fill and
+// drain in the same order and every slot's B share is multicast to all of them.
+// Stream-K: with at least two waves of tiles, all but the last one or two waves
+// are whole tiles dealt round-robin (as Persistent: neighbouring tiles at the
+// same k share operands in L2); the (tile, k-tile) units of the tiles from
+// sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
+struct PersistentWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  unsigned first_unit, unit_step;
+  int unit_rows;  // tile-row groups
+  int tiles_m, tiles_n;
+  unsigned num_tiles, n_local;
+  unsigned dp_waves, sk_tile0;       // stream-K: whole-tile waves, first shared tile
+  unsigned long long units, u0, u1;  // stream-K: shared units, this CTA's range
+
+  // The origin (m0, n0) of local tile i.
+  __device__ __forceinline__ void origin(unsigned i, int& m0, int& n0) const {
+    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
+    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+  }
+};
+[[maybe_unused]] __device__ __forceinline__ PersistentWork persistent_work(int tiles_m,
+                                                                           int tiles_n,
+                                                                           int k_tiles) {
+  PersistentWork w;
+  w.rank = kCluster > 1 ? cluster_rank() : 0;
+  w.first_unit = blockIdx.x / kCluster;
+  w.unit_step = gridDim.x / kCluster;
+  w.unit_rows = (tiles_m + kCluster - 1) / kCluster;
+  w.tiles_m = tiles_m;
+  w.tiles_n = tiles_n;
+  w.num_tiles = static_cast<unsigned>(w.unit_rows) * static_cast<unsigned>(tiles_n);
+  w.n_local = (w.num_tiles - w.first_unit + w.unit_step - 1) / w.unit_step;
+  w.dp_waves = w.num_tiles >= 2 * gridDim.x ? w.num_tiles / gridDim.x - 1 : 0;
+  w.sk_tile0 = w.dp_waves * gridDim.x;
+  w.units = static_cast<unsigned long long>(w.num_tiles - w.sk_tile0) * k_tiles;
+  w.u0 = unit_start(blockIdx.x, w.units);
+  w.u1 = unit_start(blockIdx.x + 1, w.units);
+  return w;
+}
+
+// ==== Producer main loop (CUTLASS: CollectiveMma::load) ============================
+// One thread of the producer warpgroup issues every TMA load of the CTA.
+
+// Tile-per-CTA: ring stages thread 0 issues before the CTA barrier (see "Early
+// fill"): the first, unless A is multicast too (CLUSTER_N > 1).
+constexpr int kEarly = kClusterN == 1 ? 1 : 0;
+
+// Tile-per-CTA: the split's n_kt k-tiles, from k-tile kEarly on (the first
+// kEarly went before the CTA barrier: see "Early fill"); the ring position is
+// the local index i. Releases the next kernel after its last load (PDL=2) if the
+// call has no reduce kernel after this one.
+[[maybe_unused]] __device__ __forceinline__ void producer_tile_per_cta(
+    const Ring& ring, const TilePerCtaWork& w, bool last_kernel, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  ANVIL_MARK(202, clock64());
+  // Multicast clusters: the early stage's B share, now that every peer's
+  // barriers are initialised.
+  if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, tmB);
+  for (int i = kEarly; i < w.n_kt; ++i) {
+    const int kt = w.kt_begin + i;  // global k-tile; i drives the ring
+    const int s = i % kStages;
+    const int n = i / kStages;  // how many times slot s was filled before
+    if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
+    if (i < 64) ANVIL_MARK(8 + i, clock64());
+    load_stage(ring, s, kt, w.m0, w.n0, w.rank, tmA, tmB);
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kClusterSize > 1)
+    for (int i = w.n_kt; i < w.n_kt + kStages; ++i) {
+      const int n = i / kStages;
+      if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
+    }
+}
+
+// Persistent and stream-K: every k-tile of the CTA's tiles (stream-K: its whole
+// tiles, then its share of units), the ring state running on across tiles.
+[[maybe_unused]] __device__ __forceinline__ void producer_persistent(
+    const Ring& ring, const PersistentWork& w, int k_tiles, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
+  // parity of its use n = g / STAGES; refill marks n >= 1.
+  int s = 0;
+  uint32_t parity = 0;
+  bool refill = false;
+  int m0 = 0, n0 = 0;
+  const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
+    if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
+    load_stage(ring, s, kt, m0, n0, w.rank, tmA, tmB);
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+      refill = true;
+    }
+  };
+  // Stream-K: the whole tiles, then the shared range, walked with counters: no
+  // division per unit (the producer's turnaround is on the ring's critical path).
+  for (unsigned i = 0; i < (kStreamK ? w.dp_waves : w.n_local); ++i) {
+    w.origin(i, m0, n0);
+    for (int kt = 0; kt < k_tiles; ++kt) load(kt);
+  }
+  if constexpr (kStreamK) {
+    int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
+    int kt = static_cast<int>(w.u0 % k_tiles);
+    if (w.u0 < w.u1) tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
+    for (unsigned long long u = w.u0; u < w.u1; ++u) {
+      load(kt);
+      if (++kt == k_tiles && u + 1 < w.u1) {
+        kt = 0;
+        tile_origin(++t, w.tiles_m, w.tiles_n, m0, n0);
+      }
+    }
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kCluster > 1)
+    for (int j = 0; j < kStages; ++j) {
+      if (refill) mbar_wait(ring.empty(s), parity ^ 1);
+      if (++s == kStages) {
+        s = 0;
+        parity ^= 1;
+        refill = true;
+      }
+    }
+}
+
+// ==== Consumer main loop (CUTLASS: CollectiveMma::mma) =============================
+// consume_tile (above) is the persistent schedules' per-tile loop; this is the
+// tile-per-CTA one, whose ring position is the local k-tile index.
+
+// Consumer c's accumulators over the split's n_kt k-tiles; every slot use is
+// released, the last one only in a multicast cluster (for the producers' exit).
+[[maybe_unused]] __device__ __forceinline__ void consume_tile_per_cta(
+    const Ring& ring, int n_kt, int c, int lane, float (&acc)[kMTiles][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+
+  for (int i = 0; i < n_kt; ++i) {
+    const int s = i % kStages;
+    mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
+    mma_stage(ring, s, wg_row(c), wg_col(c), acc);
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
+    if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
+  }
+  wgmma_wait<0>();
+  fence_acc(acc);
+  if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
+  // Multicast clusters: the last slot too, for the producers' exit.
+  if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
+}
+
+// ==== Epilogue (CUTLASS: CollectiveEpilogue::store) ================================
+// store_tile (above) stores one consumer's part of a tile by EPILOGUE; these
+// choose what a consumer stores where, per tile scheduler and kernel schedule.
+
+// Tile-per-CTA: consumer c's part of the tile at (w.m0, w.n0) goes to the split's
+// workspace slab (SPLIT_K with slabs), into the cluster sum (SPLIT_REDUCE=1), or
+// to C (staged in the drained ring at sA0 for EPILOGUE 1 and 2).
+[[maybe_unused]] __device__ __forceinline__ void epilogue_tile_per_cta(
+    uint32_t sA0, int c, int row0, int col0, const TilePerCtaWork& w, bool cluster_sum,
+    const CUtensorMap* tmC, int c_tma, __half* C, int M, int N, float* partials, size_t slab,
+    float (&acc)[kMTiles][kAcc]) {
+  if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
+    // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
+    // after this kernel, sums the slabs.
+    const bool fpairs_ok = (N % 2 == 0);
+    float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+    for_each_fragment(row0, col0, [&](int mt, int j, int row, int col) {
+      store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
+      store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                     fpairs_ok);
+    });
+  } else if (cluster_sum) {
+    // The ring is drained as for EPILOGUE=1 below; then every split's partial
+    // tile is visible to the cluster, summed, and kept until all have read it.
+    named_bar_sync<1, 128 * kConsumers>();
+    stage_partial(sA0, c, acc);
+    cluster_sync();
+    reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
+                        threadIdx.x - 128, C, M, N, w.m0, w.n0);
+    cluster_sync();
+  } else if constexpr (kStagedEpilogue) {
+    // Staged in the ring: every consumer has passed its last full-barrier wait,
+    // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
+    // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
+    // over the consumer threads (the producer warpgroup does not take part)
+    // makes sure no other consumer's wgmma still reads it either. Each consumer
+    // stages its part at the start of the ring.
+    named_bar_sync<1, 128 * kConsumers>();
+    if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
+    store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M, N,
+                      row0, col0, acc);
+  } else if constexpr (kTmaEpilogue) {
+    // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
+    if (c_tma) named_bar_sync<1, 128 * kConsumers>();
+    if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
+    store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, tmC,
+                   c_tma != 0, C, M, N, row0, col0, acc);
+    if (threadIdx.x % 128 == 0) bulk_wait_read();
+  } else {
+    store_tile_direct(C, M, N, row0, col0, acc);
+  }
+}
+
+// The persistent schedules' consumer c, from main loop to epilogue, tile by tile.
+// `stage` is its staging buffer (EPILOGUE 1 and 2), `stage_bar` its warpgroup's
+// named barrier.
+
+// TileScheduler::StreamK (cooperative): the CTA's units run as segments, one per
+// tile they touch. A segment that starts inside a tile (only the CTA's first can)
+// publishes its fp32 partial; the CTA that holds the tile's first k-tile adds the
+// later CTAs' partials, in CTA order, to its own and stores the tile. It reaches
+// that tile last in its range, while the later CTAs did theirs first.
+[[maybe_unused]] __device__ __forceinline__ void consumer_stream_k(
+    const Ring& ring, const PersistentWork& w, int k_tiles, int c, uint32_t stage,
+    int stage_bar, const CUtensorMap* tmC, int c_tma, __half* C, int M, int N,
+    float* partials, size_t slab,
+    float (&acc)[kMTiles][kAcc]) {
+  const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
+  unsigned* flags = reinterpret_cast<unsigned*>(partials);
+  float* parts = partials + flag_floats(gridDim.x);
+  int s = 0;
+  uint32_t parity = 0;
+  bool stored = false;
+  for (unsigned i = 0; i < w.dp_waves; ++i, stored = true) {
+    int m0, n0;
+    w.origin(i, m0, n0);
+    consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+    store_tile(stage, stage_bar, stored, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+  }
+  int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
+  int kt0 = static_cast<int>(w.u0 % k_tiles);
+  for (unsigned long long u = w.u0; u < w.u1; ++t, kt0 = 0) {
+    // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
+    const unsigned long long tile_end = u - kt0 + k_tiles;
+    const int n_kt = static_cast<int>((w.u1 < tile_end ? w.u1 : tile_end) - u);
+    consume_tile(ring, s, parity, n_kt, wg_row(c), wg_col(c), -1, acc);
+    u += n_kt;
+    if (kt0 > 0) {
+      float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
+      for_each_quad([&](int q, float4 v) { dst[q * 128 * kConsumers + ct] = v; }, acc);
+      __threadfence();
+      named_bar_sync<1, 128 * kConsumers>();
+      if (ct == 0) st_release_gpu(flags + blockIdx.x, 1u);
+      continue;
+    }
+    for (unsigned b = blockIdx.x + 1;
+         u < tile_end && b < gridDim.x && unit_start(b, w.units) < tile_end; ++b) {
+      while (ld_acquire_gpu(flags + b) == 0) __nanosleep(64);
+      const float4* src = reinterpret_cast<const float4*>(parts + b * slab);
+      add_quads(acc, src, 128 * kConsumers, ct);
+    }
+    int m0, n0;
+    tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
+    store_tile(stage, stage_bar, stored, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+    stored = true;
+  }
+}
+
+// KernelTmaWarpSpecializedCooperative over the Persistent scheduler's tiles: both
+// consumers work on every local tile, rows c * kWgRows.. (or columns); same ring
+// state as the producer's, advanced in the same order.
+[[maybe_unused]] __device__ __forceinline__ void consumer_cooperative(
+    const Ring& ring, const PersistentWork& w, int k_tiles, int c, uint32_t stage,
+    int stage_bar, const CUtensorMap* tmC, int c_tma, __half* C, int M, int N,
+    float (&acc)[kMTiles][kAcc]) {
+  int s = 0;
+  uint32_t parity = 0;
+  for (unsigned i = 0; i < w.n_local; ++i) {
+    int m0, n0;
+    w.origin(i, m0, n0);
+    consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+    store_tile(stage, stage_bar, i > 0, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+  }
+}
+
+// ==== The kernel (CUTLASS: GemmUniversal's operator()) =============================
+// Sets up the ring, then the producer warpgroup runs the producer main loop and
+// each consumer warpgroup the consumer main loop and the epilogue, for the tiles
+// the tile scheduler gives the CTA.
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB,
@@ -1587,32 +1924,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
 #if ANVIL_PERSISTENT != ANVIL_SCHEDULER_TILE_PER_CTA
-  // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
-  // (its local tiles i = 0, 1, ...; unsigned: no overflow), each through the
-  // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
-  // CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
-  // CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
-  // computing rows m0 + r*BM, as without persistence), so their rings fill and
-  // drain in the same order and every slot's B share is multicast to all of them.
-  const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
-  const unsigned first_unit = blockIdx.x / kCluster;
-  const unsigned unit_step = gridDim.x / kCluster;
-  const int unit_rows = (tiles_m + kCluster - 1) / kCluster;  // tile-row groups
-  const unsigned num_tiles = static_cast<unsigned>(unit_rows) * static_cast<unsigned>(tiles_n);
-  const unsigned n_local = (num_tiles - first_unit + unit_step - 1) / unit_step;
-  const auto local_origin = [&](unsigned i, int& m0, int& n0) {  // of local tile i
-    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
-    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
-  };
-  // Stream-K: with at least two waves of tiles, all but the last one or two waves
-  // are whole tiles dealt round-robin (as PERSISTENT=1: neighbouring tiles at the
-  // same k share operands in L2); the (tile, k-tile) units of the tiles from
-  // sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
-  const unsigned dp_waves = num_tiles >= 2 * gridDim.x ? num_tiles / gridDim.x - 1 : 0;
-  const unsigned sk_tile0 = dp_waves * gridDim.x;
-  const unsigned long long units = static_cast<unsigned long long>(num_tiles - sk_tile0) * k_tiles;
-  const unsigned long long u0 = unit_start(blockIdx.x, units);
-  const unsigned long long u1 = unit_start(blockIdx.x + 1, units);
+  const PersistentWork w = persistent_work(tiles_m, tiles_n, k_tiles);
 
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
@@ -1622,140 +1934,51 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kPdlMode == PdlRelease::AtCtaStart) pdl_release();
 
   if (wg == 0) {
-    // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0) {
-      // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
-      // parity of its use n = g / STAGES; refill marks n >= 1.
-      int s = 0;
-      uint32_t parity = 0;
-      bool refill = false;
-      int m0 = 0, n0 = 0;
-      const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
-        if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
-        if (++s == kStages) {
-          s = 0;
-          parity ^= 1;
-          refill = true;
-        }
-      };
-      // Stream-K: the whole tiles, then the shared range, walked with counters: no
-      // division per unit (the producer's turnaround is on the ring's critical path).
-      for (unsigned i = 0; i < (kStreamK ? dp_waves : n_local); ++i) {
-        local_origin(i, m0, n0);
-        for (int kt = 0; kt < k_tiles; ++kt) load(kt);
-      }
-      if constexpr (kStreamK) {
-        int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
-        int kt = static_cast<int>(u0 % k_tiles);
-        if (u0 < u1) tile_origin(t, tiles_m, tiles_n, m0, n0);
-        for (unsigned long long u = u0; u < u1; ++u) {
-          load(kt);
-          if (++kt == k_tiles && u + 1 < u1) {
-            kt = 0;
-            tile_origin(++t, tiles_m, tiles_n, m0, n0);
-          }
-        }
-      }
-      if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
-      // Multicast clusters: stay until every reader of the cluster has released
-      // the last use of each slot (see "Cluster exit").
-      if constexpr (kCluster > 1)
-        for (int j = 0; j < kStages; ++j) {
-          if (refill) mbar_wait(ring.empty(s), parity ^ 1);
-          if (++s == kStages) {
-            s = 0;
-            parity ^= 1;
-            refill = true;
-          }
-        }
-    }
+    if (threadIdx.x == 0) producer_persistent(ring, w, k_tiles, &tmA, &tmB);
   } else {
-    // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
     // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
     const uint32_t stage =
         kTmaEpilogue
             ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
-                       : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
+            : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
     if constexpr (kStreamK) {
-      // Stream-K: the CTA's units run as segments, one per tile they touch. A
-      // segment that starts inside a tile (only the CTA's first can) publishes its
-      // fp32 partial; the CTA that holds the tile's first k-tile adds the later
-      // CTAs' partials, in CTA order, to its own and stores the tile. It reaches
-      // that tile last in its range, while the later CTAs did theirs first.
-      const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
-      unsigned* flags = reinterpret_cast<unsigned*>(partials);
-      float* parts = partials + flag_floats(gridDim.x);
-      int s = 0;
-      uint32_t parity = 0;
-      bool stored = false;
-      for (unsigned i = 0; i < dp_waves; ++i, stored = true) {
-        int m0, n0;
-        local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-      }
-      int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
-      int kt0 = static_cast<int>(u0 % k_tiles);
-      for (unsigned long long u = u0; u < u1; ++t, kt0 = 0) {
-        // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
-        const unsigned long long tile_end = u - kt0 + k_tiles;
-        const int n_kt = static_cast<int>((u1 < tile_end ? u1 : tile_end) - u);
-        consume_tile(ring, s, parity, n_kt, wg_row(c), wg_col(c), -1, acc);
-        u += n_kt;
-        if (kt0 > 0) {
-          float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
-          for_each_quad([&](int q, float4 v) { dst[q * 128 * kConsumers + ct] = v; }, acc);
-          __threadfence();
-          named_bar_sync<1, 128 * kConsumers>();
-          if (ct == 0) st_release_gpu(flags + blockIdx.x, 1u);
-          continue;
-        }
-        for (unsigned b = blockIdx.x + 1; u < tile_end && b < gridDim.x &&
-                                          unit_start(b, units) < tile_end;
-             ++b) {
-          while (ld_acquire_gpu(flags + b) == 0) __nanosleep(64);
-          const float4* src = reinterpret_cast<const float4*>(parts + b * slab);
-          add_quads(acc, src, 128 * kConsumers, ct);
-        }
-        int m0, n0;
-        tile_origin(t, tiles_m, tiles_n, m0, n0);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-        stored = true;
-      }
+      consumer_stream_k(ring, w, k_tiles, c, stage, stage_bar, &tmC, c_tma, C, M, N, partials,
+                        slab, acc);
     } else if constexpr (kPingpong) {
-      // Pingpong: consumer c computes the local tiles i = c, c + 2, ..., each whole.
-      // The ring holds every local tile's k-tiles in order, so tile i's occupy the
-      // running positions [i * k_tiles, (i + 1) * k_tiles). The consumers take
-      // turns through the main loop (named barriers 4 + c: "c's turn"): consumer c
-      // waits for its turn before tile i > 0, and hands the turn over once tile i's
-      // last wgmmas are issued, if tile i + 1 exists; its epilogue then overlaps
-      // the other consumer's main loop. Taking turns is also what makes the parity
-      // waits exact: a consumer starts waiting on the positions of tile i only
-      // after every position before them was waited on, so no slot is ever more
-      // than one phase ahead of its waiter.
-      for (unsigned i = c; i < n_local; i += 2) {
+      // KernelTmaWarpSpecializedPingpong: consumer c computes the local tiles
+      // i = c, c + 2, ..., each whole. The ring holds every local tile's k-tiles in
+      // order, so tile i's occupy the running positions [i * k_tiles, (i + 1) * k_tiles).
+      // The consumers take turns through the main loop (named barriers 4 + c: "c's
+      // turn"): consumer c waits for its turn before tile i > 0, and hands the turn over
+      // once tile i's last wgmmas are issued, if tile i + 1 exists; its epilogue then
+      // overlaps the other consumer's main loop. Taking turns is also what makes the
+      // parity waits exact: a consumer starts waiting on the positions of tile i only
+      // after every position before them was waited on, so no slot is ever more than
+      // one phase ahead of its waiter.
+      // (This loop stays in the kernel body: as a function of its own, nvcc's
+      // inliner simplifies it before inlining it here and orders two
+      // instructions of the k-loop differently, so the PTX would change.)
+      for (unsigned i = c; i < w.n_local; i += 2) {
         int m0, n0;
-        local_origin(i, m0, n0);
+        w.origin(i, m0, n0);
         const unsigned long long g = static_cast<unsigned long long>(i) * k_tiles;
         int s = static_cast<int>(g % kStages);
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
-        consume_tile(ring, s, parity, k_tiles, 0, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
+        consume_tile(ring, s, parity, k_tiles, 0, 0, i + 1 < w.n_local ? 4 + (1 - c) : -1,
+                     acc);
         if constexpr (kSharedTmaStaging) {
           // One TMA staging buffer for both (see "Pingpong"): tile i's epilogue
           // waits until tile i - 1's stores have read it, and hands it on once its
           // own stores have.
           if (i > 0) named_bar_sync(6 + c, 160);
           store_tile(stage, stage_bar, false, &tmC, c_tma, C, M, N, m0, n0, acc);
-          if (i + 1 < n_local && threadIdx.x % 128 < 32) {
+          if (i + 1 < w.n_local && threadIdx.x % 128 < 32) {
             if (threadIdx.x % 128 == 0) bulk_wait_read();
             __syncwarp();
             named_bar_arrive(6 + (1 - c), 160);
@@ -1765,17 +1988,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     } else {
-      // Cooperative: both consumers work on every local tile, rows c * kWgRows..;
-      // same ring state as the producer's, advanced in the same order.
-      int s = 0;
-      uint32_t parity = 0;
-      for (unsigned i = 0; i < n_local; ++i) {
-        int m0, n0;
-        local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
-        store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-      }
+      consumer_cooperative(ring, w, k_tiles, c, stage, stage_bar, &tmC, c_tma, C, M, N, acc);
     }
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
     // exits (its shared memory may then go to another CTA).
@@ -1785,48 +1998,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   (void)partials;
   (void)slab;
 #else
-  // A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
-  // CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
-  // computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
-  // group sticks out of C, the ranks past M or N have their A or B boxes
-  // zero-filled by TMA and their stores masked, but they still load and
-  // multicast their shares.
   if (threadIdx.x == 0) {
     ANVIL_MARK(0, global_ns());
     ANVIL_MARK(1, clock64());
   }
-  const uint32_t rank = cluster_rank();
-  int m0, n0;
-  if constexpr (kClusterSize == 1) {
-    tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
-  } else {
-    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
-                (tiles_n + kClusterN - 1) / kClusterN, m0, n0);
-    m0 = m0 * kCluster + static_cast<int>(cluster_row(rank)) * kBM;
-    n0 = n0 * kClusterN + static_cast<int>(cluster_col(rank)) * kBN;
-  }
-  // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
-  // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
-  // splits, so n_kt >= 1; an empty range would still store its zero accumulators.
-  int kt_begin = 0;
-  int n_kt = k_tiles;
-  if constexpr (kSplitK > 1) {
-    const long long splits = gridDim.y;
-    const long long s = blockIdx.y;
-    kt_begin = static_cast<int>(s * k_tiles / splits);
-    n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
-  }
+  const TilePerCtaWork w = tile_per_cta_work(tiles_m, tiles_n, k_tiles);
 
   init_ring(ring);
   if (threadIdx.x == 0) ANVIL_MARK(6, clock64());
   // The ring's first stage (see "Early fill"): the producer thread's own barriers
   // are initialised, so it issues what of it needs no peer before the barrier.
-  constexpr int kEarly = kClusterN == 1 ? 1 : 0;  // stages issued before the barrier
   if (kEarly > 0 && threadIdx.x == 0) {
     pdl_wait();  // the operands may come from the previous kernel
     ANVIL_MARK(8, clock64());
-    load_stage_a(ring, 0, kt_begin, m0, rank, &tmA);
-    if constexpr (kCluster == 1) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
+    load_stage_a(ring, 0, w.kt_begin, w.m0, w.rank, &tmA);
+    if constexpr (kCluster == 1) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, &tmB);
   }
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
   if constexpr (kClusterSize > 1) cluster_sync_after_init();
@@ -1841,103 +2027,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kPdlMode == PdlRelease::AtCtaStart && last_kernel) pdl_release();
 
   if (wg == 0) {
-    // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0) {
-      ANVIL_MARK(202, clock64());
-      // Multicast clusters: the early stage's B share, now that every peer's
-      // barriers are initialised.
-      if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
-      for (int i = kEarly; i < n_kt; ++i) {
-        const int kt = kt_begin + i;  // global k-tile; i drives the ring
-        const int s = i % kStages;
-        const int n = i / kStages;  // how many times slot s was filled before
-        if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
-        if (i < 64) ANVIL_MARK(8 + i, clock64());
-        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
-      }
-      if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
-      // Multicast clusters: stay until every reader of the cluster has released
-      // the last use of each slot (see "Cluster exit").
-      if constexpr (kClusterSize > 1)
-        for (int i = n_kt; i < n_kt + kStages; ++i) {
-          const int n = i / kStages;
-          if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
-        }
-    }
+    if (threadIdx.x == 0) producer_tile_per_cta(ring, w, last_kernel, &tmA, &tmB);
     if (cluster_sum) {  // the producer warpgroup's part in the consumers' two barriers
       cluster_sync();
       cluster_sync();
     }
   } else {
-    // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     if (threadIdx.x == 128) ANVIL_MARK(201, clock64());
     const int c = wg - 1;
     const int lane = threadIdx.x % 32;
-    const int row0 = m0 + wg_row(c);  // this consumer's part of the tile
-    const int col0 = n0 + wg_col(c);
-
+    const int row0 = w.m0 + wg_row(c);  // this consumer's part of the tile
+    const int col0 = w.n0 + wg_col(c);
     float acc[kMTiles][kAcc];
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-
-    for (int i = 0; i < n_kt; ++i) {
-      const int s = i % kStages;
-      mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
-      mma_stage(ring, s, wg_row(c), wg_col(c), acc);
-      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
-      if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
-    }
-    wgmma_wait<0>();
-    fence_acc(acc);
-    if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
-    // Multicast clusters: the last slot too, for the producers' exit.
-    if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
-
-    if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
-      // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
-      // after this kernel, sums the slabs.
-      const bool fpairs_ok = (N % 2 == 0);
-      float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
-      for_each_fragment(row0, col0, [&](int mt, int j, int row, int col) {
-        store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
-        store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                       fpairs_ok);
-      });
-    } else if (cluster_sum) {
-      // The ring is drained as for EPILOGUE=1 below; then every split's partial
-      // tile is visible to the cluster, summed, and kept until all have read it.
-      named_bar_sync<1, 128 * kConsumers>();
-      stage_partial(sA0, c, acc);
-      cluster_sync();
-      reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
-                          threadIdx.x - 128, C, M, N, m0, n0);
-      cluster_sync();
-    } else if constexpr (kStagedEpilogue) {
-      // Staged in the ring: every consumer has passed its last full-barrier wait,
-      // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
-      // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
-      // over the consumer threads (the producer warpgroup does not take part)
-      // makes sure no other consumer's wgmma still reads it either. Each consumer
-      // stages its part at the start of the ring.
-      named_bar_sync<1, 128 * kConsumers>();
-      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
-      store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
-                        N, row0, col0, acc);
-    } else if constexpr (kTmaEpilogue) {
-      // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
-      if (c_tma) named_bar_sync<1, 128 * kConsumers>();
-      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
-      store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
-                     c_tma != 0, C, M, N, row0, col0, acc);
-      if (threadIdx.x % 128 == 0) bulk_wait_read();
-    } else {
-      store_tile_direct(C, M, N, row0, col0, acc);
-    }
+    consume_tile_per_cta(ring, w.n_kt, c, lane, acc);
+    epilogue_tile_per_cta(sA0, c, row0, col0, w, cluster_sum, &tmC, c_tma, C, M, N, partials,
+                          slab, acc);
     if (threadIdx.x == 128) {
       ANVIL_MARK(4, clock64());
       ANVIL_MARK(5, global_ns());
