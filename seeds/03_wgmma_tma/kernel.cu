@@ -30,6 +30,17 @@
 //   ANVIL_LAYOUT_NN: A row-major MxK, B row-major KxN, C = A * B
 // C is row-major MxN, fp16, written with bounds-checked stores (see "Epilogue").
 //
+// ---- Reading order ------------------------------------------------------------
+// After this description of the design, the file runs: the knobs and their named
+// modes (KernelSchedule, TileScheduler, EpilogueKind, SplitReduce, PdlRelease, as
+// CUTLASS 3.x names them), the illegal combinations as static_asserts with their
+// hardware reason (seed.json's rules), PTX wrappers, then the kernel in CUTLASS
+// 3.x's parts: the shared-memory pipeline (Ring), the tile schedulers
+// (TilePerCtaWork, PersistentWork), the producer main loop (load), the consumer
+// main loop (mma), the epilogue (store), the persistent schedules' consumers, the
+// kernel that ties them together, and the host side (workspace, tensor maps,
+// launch, anvil_gemm).
+//
 // ---- Shared-memory layouts and wgmma descriptors (the part to get right) ----
 // Every ring slot is 1024-byte aligned (the 128B-swizzle pattern repeats every
 // 8 rows x 128 bytes = 1024 bytes and both TMA and wgmma apply it on absolute
@@ -369,27 +380,30 @@
 //                       128 (two; see "Two k-tiles a slot")
 //   ANVIL_STAGES        ring depth, 2..16, limited by 227 KiB of shared memory
 //   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
-//   ANVIL_SPLIT_COLS    0: two consumers split the tile's rows; 1: its columns
-//                       (see "Column-split consumers")
+//   ANVIL_SPLIT_COLS    ConsumerSplit: 0 Rows: two consumers split the tile's
+//                       rows; 1 Columns: its columns (see "Column-split consumers")
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
 //   ANVIL_SPLIT_K       K splits per tile (1 = off): 1..32; > 1 adds an
 //                       fp32 partials workspace and a reduce kernel, or
-//   ANVIL_SPLIT_REDUCE  1: the splits of a tile sum in a cluster through
-//                       distributed shared memory (no workspace, one kernel)
-//   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores;
-//                       2: smem-staged TMA stores
-//   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
-//                       over the tiles (SPLIT_K 1 only); 2: stream-K (above)
-//   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
-//                       CONSUMERS 2)
+//   ANVIL_SPLIT_REDUCE  SplitReduce: 0 Workspace (slabs + reduce kernel); 1 Cluster:
+//                       the splits of a tile sum in a cluster through distributed
+//                       shared memory (no workspace, one kernel)
+//   ANVIL_EPILOGUE      EpilogueKind: 0 Direct (fragment stores of C); 1 StagedStores
+//                       (smem-staged 16-byte stores); 2 TmaStore (smem-staged TMA stores)
+//   ANVIL_PERSISTENT    TileScheduler: 0 TilePerCta (one CTA per tile x split);
+//                       1 Persistent (min(tiles, SMs) CTAs loop over the tiles,
+//                       SPLIT_K 1 only); 2 StreamK (above)
+//   ANVIL_SCHEDULE      KernelSchedule: 0 KernelTmaWarpSpecializedCooperative;
+//                       1 KernelTmaWarpSpecializedPingpong (PERSISTENT 1, CONSUMERS 2)
 //   ANVIL_CLUSTER       1, or 2 or 4: clusters of CTAs along M share the B tile
 //                       through TMA multicast (not with stream-K; see below)
 //   ANVIL_SWAP_AB       1: computes C^T = B A^T (NT only; see below), so a short M
 //                       becomes the wgmma N side (tiles as narrow as 16)
-//   ANVIL_PDL           launched as programmatic dependents (see below), the next
-//                       kernel let in at CTA start (1) or after the last load (2); 0: plain
+//   ANVIL_PDL           PdlRelease: launched as programmatic dependents (see below),
+//                       the next kernel let in at CTA start (1 AtCtaStart) or after the
+//                       last load (2 AfterLastLoad); 0 Off: plain stream order
 //   ANVIL_SHAPE_M/N/K   0: any shape; otherwise the problem's M, N, K fixed at
 //                       compile time (see "Shape specialisation")
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -1119,7 +1133,7 @@ __device__ __forceinline__ void named_bar_sync() {
   return v;
 }
 
-// ---- the kernel ---------------------------------------------------------------
+// ==== The shared-memory pipeline (CUTLASS: PipelineTmaAsync) ======================
 
 // The shared-memory ring: STAGES A slots, STAGES B slots, then the full and
 // empty mbarriers, from a 1024-byte aligned base.
@@ -1134,16 +1148,6 @@ struct Ring {
     return b0 + static_cast<uint32_t>(s * kStageBBytes);
   }
 };
-
-// Grouped raster: consecutive tile indices walk GROUP_M tile-rows column by column.
-__device__ __forceinline__ void tile_origin(int pid, int tiles_m, int tiles_n, int& m0,
-                                            int& n0) {
-  const int group_size = kGroupM * tiles_n;
-  const int first_m = (pid / group_size) * kGroupM;
-  const int group_m = min(tiles_m - first_m, kGroupM);
-  m0 = (first_m + (pid % group_size) % group_m) * kBM;
-  n0 = ((pid % group_size) / group_m) * kBN;
-}
 
 // Thread 0 initialises the barriers; the caller then __syncthreads().
 __device__ __forceinline__ void init_ring(const Ring& ring) {
@@ -1161,6 +1165,18 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
     ANVIL_MARK(206, clock64());
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
+}
+
+// ==== Tile schedulers: which tiles (and k-tiles) a CTA computes ====================
+
+// Grouped raster: consecutive tile indices walk GROUP_M tile-rows column by column.
+__device__ __forceinline__ void tile_origin(int pid, int tiles_m, int tiles_n, int& m0,
+                                            int& n0) {
+  const int group_size = kGroupM * tiles_n;
+  const int first_m = (pid / group_size) * kGroupM;
+  const int group_m = min(tiles_m - first_m, kGroupM);
+  m0 = (first_m + (pid % group_size) % group_m) * kBM;
+  n0 = ((pid % group_size) / group_m) * kBN;
 }
 
 // A cluster of CLUSTER x CLUSTER_N CTAs: rank r sits at row r % CLUSTER and
@@ -1182,6 +1198,106 @@ __device__ __forceinline__ uint16_t row_mask(uint32_t rank) {
   for (int j = 0; j < kClusterN; ++j) m |= 1u << (cluster_row(rank) + j * kCluster);
   return static_cast<uint16_t>(m);
 }
+
+// Stream-K (PERSISTENT=2): CTA b of G owns the units [b*U/G, (b+1)*U/G) of the
+// U = tiles * k_tiles (tile, k-tile) units, tile-major: balanced to one unit.
+[[maybe_unused]] __device__ __forceinline__ unsigned long long unit_start(
+    unsigned b, unsigned long long units) {
+  return b * units / gridDim.x;
+}
+// Floats of the flag words (one per CTA) before the partial tiles, 256-byte aligned.
+[[maybe_unused]] __host__ __device__ __forceinline__ size_t flag_floats(unsigned ctas) {
+  return (static_cast<size_t>(ctas) + 63) / 64 * 64;
+}
+
+// TileScheduler::TilePerCta: the CTA's one tile (m0, n0) and its k-tile range.
+// A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
+// CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
+// computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
+// group sticks out of C, the ranks past M or N have their A or B boxes
+// zero-filled by TMA and their stores masked, but they still load and
+// multicast their shares.
+// Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
+// range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
+// splits, so n_kt >= 1; an empty range would still store its zero accumulators.
+struct TilePerCtaWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  int m0, n0;     // the tile's origin in C
+  int kt_begin;   // the split's first k-tile
+  int n_kt;       // and how many
+};
+[[maybe_unused]] __device__ __forceinline__ TilePerCtaWork tile_per_cta_work(
+    int tiles_m, int tiles_n, int k_tiles) {
+  TilePerCtaWork w;
+  w.rank = cluster_rank();
+  if constexpr (kClusterSize == 1) {
+    tile_origin(blockIdx.x, tiles_m, tiles_n, w.m0, w.n0);
+  } else {
+    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
+                (tiles_n + kClusterN - 1) / kClusterN, w.m0, w.n0);
+    w.m0 = w.m0 * kCluster + static_cast<int>(cluster_row(w.rank)) * kBM;
+    w.n0 = w.n0 * kClusterN + static_cast<int>(cluster_col(w.rank)) * kBN;
+  }
+  w.kt_begin = 0;
+  w.n_kt = k_tiles;
+  if constexpr (kSplitK > 1) {
+    const long long splits = gridDim.y;
+    const long long s = blockIdx.y;
+    w.kt_begin = static_cast<int>(s * k_tiles / splits);
+    w.n_kt = static_cast<int>((s + 1) * k_tiles / splits) - w.kt_begin;
+  }
+  return w;
+}
+
+// TileScheduler::Persistent and ::StreamK: this CTA takes the tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... (its local tiles i = 0, 1, ...; unsigned: no
+// overflow), each through the grouped raster. The host launches at most
+// num_tiles CTAs, so n_local >= 1.
+// CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
+// CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
+// computing rows m0 + r*BM, as without persistence), so their rings fill and
+// drain in the same order and every slot's B share is multicast to all of them.
+// Stream-K: with at least two waves of tiles, all but the last one or two waves
+// are whole tiles dealt round-robin (as Persistent: neighbouring tiles at the
+// same k share operands in L2); the (tile, k-tile) units of the tiles from
+// sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
+struct PersistentWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  unsigned first_unit, unit_step;
+  int unit_rows;  // tile-row groups
+  int tiles_m, tiles_n;
+  unsigned num_tiles, n_local;
+  unsigned dp_waves, sk_tile0;       // stream-K: whole-tile waves, first shared tile
+  unsigned long long units, u0, u1;  // stream-K: shared units, this CTA's range
+
+  // The origin (m0, n0) of local tile i.
+  __device__ __forceinline__ void origin(unsigned i, int& m0, int& n0) const {
+    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
+    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+  }
+};
+[[maybe_unused]] __device__ __forceinline__ PersistentWork persistent_work(int tiles_m,
+                                                                           int tiles_n,
+                                                                           int k_tiles) {
+  PersistentWork w;
+  w.rank = kCluster > 1 ? cluster_rank() : 0;
+  w.first_unit = blockIdx.x / kCluster;
+  w.unit_step = gridDim.x / kCluster;
+  w.unit_rows = (tiles_m + kCluster - 1) / kCluster;
+  w.tiles_m = tiles_m;
+  w.tiles_n = tiles_n;
+  w.num_tiles = static_cast<unsigned>(w.unit_rows) * static_cast<unsigned>(tiles_n);
+  w.n_local = (w.num_tiles - w.first_unit + w.unit_step - 1) / w.unit_step;
+  w.dp_waves = w.num_tiles >= 2 * gridDim.x ? w.num_tiles / gridDim.x - 1 : 0;
+  w.sk_tile0 = w.dp_waves * gridDim.x;
+  w.units = static_cast<unsigned long long>(w.num_tiles - w.sk_tile0) * k_tiles;
+  w.u0 = unit_start(blockIdx.x, w.units);
+  w.u1 = unit_start(blockIdx.x + 1, w.units);
+  return w;
+}
+
+// ==== Producer main loop (CUTLASS: CollectiveMma::load) ============================
+// One thread of the producer warpgroup issues every TMA load of the CTA.
 
 // Producer: k-tile kt of the tile at (m0, n0) into slot s (A as BK/64 K-major
 // boxes, one per sub-tile; then B as BK/64 K-major boxes in NT or BN/64
@@ -1244,6 +1360,95 @@ __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int 
   load_stage_b(ring, s, kt, n0, rank, tmB);
 }
 
+// Tile-per-CTA: ring stages thread 0 issues before the CTA barrier (see "Early
+// fill"): the first, unless A is multicast too (CLUSTER_N > 1).
+constexpr int kEarly = kClusterN == 1 ? 1 : 0;
+
+// Tile-per-CTA: the split's n_kt k-tiles, from k-tile kEarly on (the first
+// kEarly went before the CTA barrier: see "Early fill"); the ring position is
+// the local index i. Releases the next kernel after its last load (PDL=2) if the
+// call has no reduce kernel after this one.
+[[maybe_unused]] __device__ __forceinline__ void producer_tile_per_cta(
+    const Ring& ring, const TilePerCtaWork& w, bool last_kernel, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  ANVIL_MARK(202, clock64());
+  // Multicast clusters: the early stage's B share, now that every peer's
+  // barriers are initialised.
+  if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, tmB);
+  for (int i = kEarly; i < w.n_kt; ++i) {
+    const int kt = w.kt_begin + i;  // global k-tile; i drives the ring
+    const int s = i % kStages;
+    const int n = i / kStages;  // how many times slot s was filled before
+    if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
+    if (i < 64) ANVIL_MARK(8 + i, clock64());
+    load_stage(ring, s, kt, w.m0, w.n0, w.rank, tmA, tmB);
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kClusterSize > 1)
+    for (int i = w.n_kt; i < w.n_kt + kStages; ++i) {
+      const int n = i / kStages;
+      if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
+    }
+}
+
+// Persistent and stream-K: every k-tile of the CTA's tiles (stream-K: its whole
+// tiles, then its share of units), the ring state running on across tiles.
+[[maybe_unused]] __device__ __forceinline__ void producer_persistent(
+    const Ring& ring, const PersistentWork& w, int k_tiles, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
+  // parity of its use n = g / STAGES; refill marks n >= 1.
+  int s = 0;
+  uint32_t parity = 0;
+  bool refill = false;
+  int m0 = 0, n0 = 0;
+  const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
+    if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
+    load_stage(ring, s, kt, m0, n0, w.rank, tmA, tmB);
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+      refill = true;
+    }
+  };
+  // Stream-K: the whole tiles, then the shared range, walked with counters: no
+  // division per unit (the producer's turnaround is on the ring's critical path).
+  for (unsigned i = 0; i < (kStreamK ? w.dp_waves : w.n_local); ++i) {
+    w.origin(i, m0, n0);
+    for (int kt = 0; kt < k_tiles; ++kt) load(kt);
+  }
+  if constexpr (kStreamK) {
+    int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
+    int kt = static_cast<int>(w.u0 % k_tiles);
+    if (w.u0 < w.u1) tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
+    for (unsigned long long u = w.u0; u < w.u1; ++u) {
+      load(kt);
+      if (++kt == k_tiles && u + 1 < w.u1) {
+        kt = 0;
+        tile_origin(++t, w.tiles_m, w.tiles_n, m0, n0);
+      }
+    }
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kCluster > 1)
+    for (int j = 0; j < kStages; ++j) {
+      if (refill) mbar_wait(ring.empty(s), parity ^ 1);
+      if (++s == kStages) {
+        s = 0;
+        parity ^= 1;
+        refill = true;
+      }
+    }
+}
+
+// ==== Consumer main loop (CUTLASS: CollectiveMma::mma) =============================
+// Each consumer warpgroup waits for a slot's bytes, issues its wgmmas and releases
+// the slot once they have read it.
+
 // A consumer warp's release of slot s: in every CTA that multicasts into it
 // (its cluster column and row), so none refills the slot while this CTA reads it.
 __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
@@ -1300,6 +1505,70 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0, i
   wgmma_wait<1>();
   fence_acc(acc);
 }
+
+// One tile's main loop for a consumer (rows a_row0.. and columns b_col0.. of the
+// tile): waits for and consumes the ring positions of its k_tiles k-iterations
+// from (s, parity), leaving them advanced, and
+// releases every slot it used (the last one after wgmma_wait<0>). With
+// `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
+// as its last wgmmas are issued.
+[[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
+                                                              uint32_t& parity, int k_tiles,
+                                                              int a_row0, int b_col0,
+                                                              int turn_done,
+                                                              float (&acc)[kMTiles][kAcc]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+  int prev_s = 0;  // slot of the previous k-iteration of this tile
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
+    mma_stage(ring, s, a_row0, b_col0, acc);
+    if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
+    prev_s = s;
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+    }
+  }
+  if (turn_done >= 0) named_bar_arrive(turn_done, 256);
+  wgmma_wait<0>();
+  fence_acc(acc);
+  // The tile's last k-iteration's slot: its wgmmas are complete, release it now
+  // (k_tiles >= 1) so the producer can refill it during the epilogue.
+  if (lane == 0) release_slot(ring, prev_s);
+}
+
+// The tile-per-CTA main loop, whose ring position is the local k-tile index.
+// Consumer c's accumulators over the split's n_kt k-tiles; every slot use is
+// released, the last one only in a multicast cluster (for the producers' exit).
+[[maybe_unused]] __device__ __forceinline__ void consume_tile_per_cta(
+    const Ring& ring, int n_kt, int c, int lane, float (&acc)[kMTiles][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+
+  for (int i = 0; i < n_kt; ++i) {
+    const int s = i % kStages;
+    mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
+    mma_stage(ring, s, wg_row(c), wg_col(c), acc);
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
+    if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
+  }
+  wgmma_wait<0>();
+  fence_acc(acc);
+  if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
+  // Multicast clusters: the last slot too, for the producers' exit.
+  if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
+}
+
+// ==== Epilogue (CUTLASS: CollectiveEpilogue::store) ================================
+// From a consumer's fp32 accumulators to C (or to fp32 partials that a split-K or
+// stream-K sum adds up).
 
 // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row
 // lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8. fn(mt, j, row,
@@ -1484,16 +1753,6 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   }
 }
 
-// Stream-K (PERSISTENT=2): CTA b of G owns the units [b*U/G, (b+1)*U/G) of the
-// U = tiles * k_tiles (tile, k-tile) units, tile-major: balanced to one unit.
-[[maybe_unused]] __device__ __forceinline__ unsigned long long unit_start(
-    unsigned b, unsigned long long units) {
-  return b * units / gridDim.x;
-}
-// Floats of the flag words (one per CTA) before the partial tiles, 256-byte aligned.
-[[maybe_unused]] __host__ __device__ __forceinline__ size_t flag_floats(unsigned ctas) {
-  return (static_cast<size_t>(ctas) + 63) / 64 * 64;
-}
 // A consumer thread's accumulators as float4 quads q = 0, 1, ...; a partial tile
 // keeps quad q of consumer thread ct at q * threads + ct (coalesced, and the
 // same thread of the same kernel reads it back: no layout mapping).
@@ -1521,249 +1780,6 @@ template <typename Fn>
       acc[mt][4 * j + 3] += v.w;
     }
 }
-
-// One tile's main loop for a consumer (rows a_row0.. and columns b_col0.. of the
-// tile): waits for and consumes the ring positions of its k_tiles k-iterations
-// from (s, parity), leaving them advanced, and
-// releases every slot it used (the last one after wgmma_wait<0>). With
-// `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
-// as its last wgmmas are issued.
-[[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
-                                                              uint32_t& parity, int k_tiles,
-                                                              int a_row0, int b_col0,
-                                                              int turn_done,
-                                                              float (&acc)[kMTiles][kAcc]) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-  int prev_s = 0;  // slot of the previous k-iteration of this tile
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
-    mma_stage(ring, s, a_row0, b_col0, acc);
-    if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
-    prev_s = s;
-    if (++s == kStages) {
-      s = 0;
-      parity ^= 1;
-    }
-  }
-  if (turn_done >= 0) named_bar_arrive(turn_done, 256);
-  wgmma_wait<0>();
-  fence_acc(acc);
-  // The tile's last k-iteration's slot: its wgmmas are complete, release it now
-  // (k_tiles >= 1) so the producer can refill it during the epilogue.
-  if (lane == 0) release_slot(ring, prev_s);
-}
-
-// ==== Tile schedulers: which tiles (and k-tiles) a CTA computes ====================
-
-// TileScheduler::TilePerCta: the CTA's one tile (m0, n0) and its k-tile range.
-// A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
-// CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
-// computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
-// group sticks out of C, the ranks past M or N have their A or B boxes
-// zero-filled by TMA and their stores masked, but they still load and
-// multicast their shares.
-// Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
-// range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
-// splits, so n_kt >= 1; an empty range would still store its zero accumulators.
-struct TilePerCtaWork {
-  uint32_t rank;  // in the cluster (0 without clusters)
-  int m0, n0;     // the tile's origin in C
-  int kt_begin;   // the split's first k-tile
-  int n_kt;       // and how many
-};
-[[maybe_unused]] __device__ __forceinline__ TilePerCtaWork tile_per_cta_work(
-    int tiles_m, int tiles_n, int k_tiles) {
-  TilePerCtaWork w;
-  w.rank = cluster_rank();
-  if constexpr (kClusterSize == 1) {
-    tile_origin(blockIdx.x, tiles_m, tiles_n, w.m0, w.n0);
-  } else {
-    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
-                (tiles_n + kClusterN - 1) / kClusterN, w.m0, w.n0);
-    w.m0 = w.m0 * kCluster + static_cast<int>(cluster_row(w.rank)) * kBM;
-    w.n0 = w.n0 * kClusterN + static_cast<int>(cluster_col(w.rank)) * kBN;
-  }
-  w.kt_begin = 0;
-  w.n_kt = k_tiles;
-  if constexpr (kSplitK > 1) {
-    const long long splits = gridDim.y;
-    const long long s = blockIdx.y;
-    w.kt_begin = static_cast<int>(s * k_tiles / splits);
-    w.n_kt = static_cast<int>((s + 1) * k_tiles / splits) - w.kt_begin;
-  }
-  return w;
-}
-
-// TileScheduler::Persistent and ::StreamK: this CTA takes the tiles blockIdx.x,
-// blockIdx.x + gridDim.x, ... (its local tiles i = 0, 1, ...; unsigned: no
-// overflow), each through the grouped raster. The host launches at most
-// num_tiles CTAs, so n_local >= 1.
-// CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
-// CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
-// computing rows m0 + r*BM, as without persistence), so their rings fill and
-// drain in the same order and every slot's B share is multicast to all of them.
-// Stream-K: with at least two waves of tiles, all but the last one or two waves
-// are whole tiles dealt round-robin (as Persistent: neighbouring tiles at the
-// same k share operands in L2); the (tile, k-tile) units of the tiles from
-// sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
-struct PersistentWork {
-  uint32_t rank;  // in the cluster (0 without clusters)
-  unsigned first_unit, unit_step;
-  int unit_rows;  // tile-row groups
-  int tiles_m, tiles_n;
-  unsigned num_tiles, n_local;
-  unsigned dp_waves, sk_tile0;       // stream-K: whole-tile waves, first shared tile
-  unsigned long long units, u0, u1;  // stream-K: shared units, this CTA's range
-
-  // The origin (m0, n0) of local tile i.
-  __device__ __forceinline__ void origin(unsigned i, int& m0, int& n0) const {
-    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
-    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
-  }
-};
-[[maybe_unused]] __device__ __forceinline__ PersistentWork persistent_work(int tiles_m,
-                                                                           int tiles_n,
-                                                                           int k_tiles) {
-  PersistentWork w;
-  w.rank = kCluster > 1 ? cluster_rank() : 0;
-  w.first_unit = blockIdx.x / kCluster;
-  w.unit_step = gridDim.x / kCluster;
-  w.unit_rows = (tiles_m + kCluster - 1) / kCluster;
-  w.tiles_m = tiles_m;
-  w.tiles_n = tiles_n;
-  w.num_tiles = static_cast<unsigned>(w.unit_rows) * static_cast<unsigned>(tiles_n);
-  w.n_local = (w.num_tiles - w.first_unit + w.unit_step - 1) / w.unit_step;
-  w.dp_waves = w.num_tiles >= 2 * gridDim.x ? w.num_tiles / gridDim.x - 1 : 0;
-  w.sk_tile0 = w.dp_waves * gridDim.x;
-  w.units = static_cast<unsigned long long>(w.num_tiles - w.sk_tile0) * k_tiles;
-  w.u0 = unit_start(blockIdx.x, w.units);
-  w.u1 = unit_start(blockIdx.x + 1, w.units);
-  return w;
-}
-
-// ==== Producer main loop (CUTLASS: CollectiveMma::load) ============================
-// One thread of the producer warpgroup issues every TMA load of the CTA.
-
-// Tile-per-CTA: ring stages thread 0 issues before the CTA barrier (see "Early
-// fill"): the first, unless A is multicast too (CLUSTER_N > 1).
-constexpr int kEarly = kClusterN == 1 ? 1 : 0;
-
-// Tile-per-CTA: the split's n_kt k-tiles, from k-tile kEarly on (the first
-// kEarly went before the CTA barrier: see "Early fill"); the ring position is
-// the local index i. Releases the next kernel after its last load (PDL=2) if the
-// call has no reduce kernel after this one.
-[[maybe_unused]] __device__ __forceinline__ void producer_tile_per_cta(
-    const Ring& ring, const TilePerCtaWork& w, bool last_kernel, const CUtensorMap* tmA,
-    const CUtensorMap* tmB) {
-  ANVIL_MARK(202, clock64());
-  // Multicast clusters: the early stage's B share, now that every peer's
-  // barriers are initialised.
-  if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, tmB);
-  for (int i = kEarly; i < w.n_kt; ++i) {
-    const int kt = w.kt_begin + i;  // global k-tile; i drives the ring
-    const int s = i % kStages;
-    const int n = i / kStages;  // how many times slot s was filled before
-    if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
-    if (i < 64) ANVIL_MARK(8 + i, clock64());
-    load_stage(ring, s, kt, w.m0, w.n0, w.rank, tmA, tmB);
-  }
-  if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
-  // Multicast clusters: stay until every reader of the cluster has released
-  // the last use of each slot (see "Cluster exit").
-  if constexpr (kClusterSize > 1)
-    for (int i = w.n_kt; i < w.n_kt + kStages; ++i) {
-      const int n = i / kStages;
-      if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
-    }
-}
-
-// Persistent and stream-K: every k-tile of the CTA's tiles (stream-K: its whole
-// tiles, then its share of units), the ring state running on across tiles.
-[[maybe_unused]] __device__ __forceinline__ void producer_persistent(
-    const Ring& ring, const PersistentWork& w, int k_tiles, const CUtensorMap* tmA,
-    const CUtensorMap* tmB) {
-  // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
-  // parity of its use n = g / STAGES; refill marks n >= 1.
-  int s = 0;
-  uint32_t parity = 0;
-  bool refill = false;
-  int m0 = 0, n0 = 0;
-  const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
-    if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-    load_stage(ring, s, kt, m0, n0, w.rank, tmA, tmB);
-    if (++s == kStages) {
-      s = 0;
-      parity ^= 1;
-      refill = true;
-    }
-  };
-  // Stream-K: the whole tiles, then the shared range, walked with counters: no
-  // division per unit (the producer's turnaround is on the ring's critical path).
-  for (unsigned i = 0; i < (kStreamK ? w.dp_waves : w.n_local); ++i) {
-    w.origin(i, m0, n0);
-    for (int kt = 0; kt < k_tiles; ++kt) load(kt);
-  }
-  if constexpr (kStreamK) {
-    int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
-    int kt = static_cast<int>(w.u0 % k_tiles);
-    if (w.u0 < w.u1) tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
-    for (unsigned long long u = w.u0; u < w.u1; ++u) {
-      load(kt);
-      if (++kt == k_tiles && u + 1 < w.u1) {
-        kt = 0;
-        tile_origin(++t, w.tiles_m, w.tiles_n, m0, n0);
-      }
-    }
-  }
-  if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
-  // Multicast clusters: stay until every reader of the cluster has released
-  // the last use of each slot (see "Cluster exit").
-  if constexpr (kCluster > 1)
-    for (int j = 0; j < kStages; ++j) {
-      if (refill) mbar_wait(ring.empty(s), parity ^ 1);
-      if (++s == kStages) {
-        s = 0;
-        parity ^= 1;
-        refill = true;
-      }
-    }
-}
-
-// ==== Consumer main loop (CUTLASS: CollectiveMma::mma) =============================
-// consume_tile (above) is the persistent schedules' per-tile loop; this is the
-// tile-per-CTA one, whose ring position is the local k-tile index.
-
-// Consumer c's accumulators over the split's n_kt k-tiles; every slot use is
-// released, the last one only in a multicast cluster (for the producers' exit).
-[[maybe_unused]] __device__ __forceinline__ void consume_tile_per_cta(
-    const Ring& ring, int n_kt, int c, int lane, float (&acc)[kMTiles][kAcc]) {
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-
-  for (int i = 0; i < n_kt; ++i) {
-    const int s = i % kStages;
-    mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
-    mma_stage(ring, s, wg_row(c), wg_col(c), acc);
-    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
-    if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
-  }
-  wgmma_wait<0>();
-  fence_acc(acc);
-  if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
-  // Multicast clusters: the last slot too, for the producers' exit.
-  if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
-}
-
-// ==== Epilogue (CUTLASS: CollectiveEpilogue::store) ================================
-// store_tile (above) stores one consumer's part of a tile by EPILOGUE; these
-// choose what a consumer stores where, per tile scheduler and kernel schedule.
 
 // Tile-per-CTA: consumer c's part of the tile at (w.m0, w.n0) goes to the split's
 // workspace slab (SPLIT_K with slabs), into the cluster sum (SPLIT_REDUCE=1), or
@@ -1814,9 +1830,9 @@ constexpr int kEarly = kClusterN == 1 ? 1 : 0;
   }
 }
 
-// The persistent schedules' consumer c, from main loop to epilogue, tile by tile.
-// `stage` is its staging buffer (EPILOGUE 1 and 2), `stage_bar` its warpgroup's
-// named barrier.
+// ==== Consumer warpgroups of the persistent schedules ===============================
+// Main loop then epilogue, tile by tile. `stage` is the consumer's staging buffer
+// (EPILOGUE 1 and 2), `stage_bar` its warpgroup's named barrier.
 
 // TileScheduler::StreamK (cooperative): the CTA's units run as segments, one per
 // tile they touch. A segment that starts inside a tile (only the CTA's first can)
@@ -1826,8 +1842,7 @@ constexpr int kEarly = kClusterN == 1 ? 1 : 0;
 [[maybe_unused]] __device__ __forceinline__ void consumer_stream_k(
     const Ring& ring, const PersistentWork& w, int k_tiles, int c, uint32_t stage,
     int stage_bar, const CUtensorMap* tmC, int c_tma, __half* C, int M, int N,
-    float* partials, size_t slab,
-    float (&acc)[kMTiles][kAcc]) {
+    float* partials, size_t slab, float (&acc)[kMTiles][kAcc]) {
   const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
   unsigned* flags = reinterpret_cast<unsigned*>(partials);
   float* parts = partials + flag_floats(gridDim.x);
