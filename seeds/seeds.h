@@ -1,6 +1,7 @@
 // The seed kernel families the search starts from: each seeds/NN_name/ folder
 // holds kernel.cu and seed.json (knobs, legal values, constraints and their
-// hardware reasons). This loads them and makes candidates from them.
+// hardware reasons; the format is in seeds/SEED_JSON.md). This loads them and
+// makes candidates from them.
 // Thread-safe after loading (read-only).
 #ifndef ANVIL_SEEDS_SEEDS_H_
 #define ANVIL_SEEDS_SEEDS_H_
