@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -34,7 +35,8 @@ namespace fs = std::filesystem;
 
 const std::string kNvcc = ANVIL_NVCC_FOR_TEST;
 const std::string kCutlass = ANVIL_CUTLASS_DIR_FOR_TEST;
-const std::string kDigests = std::string(ANVIL_SEEDS_DIR_FOR_TEST) + "/03_wgmma_tma/ptx_digests.txt";
+const std::string kDigests =
+    std::string(ANVIL_SEEDS_DIR_FOR_TEST) + "/03_wgmma_tma/ptx_digests.txt";
 
 // What `command` printed on stdout, and whether it exited with 0.
 struct Output {
@@ -110,12 +112,6 @@ Digests ReadDigests() {
 
 bool HaveToolchain() { return fs::exists(kNvcc) && fs::exists(kCutlass + "/include/cute"); }
 
-const SeedFamily* Wgmma(const std::vector<SeedFamily>& seeds) {
-  for (const SeedFamily& s : seeds)
-    if (s.name == "03_wgmma_tma") return &s;
-  return nullptr;
-}
-
 // A directory holding the family's kernel as candidate.cu; removed on exit.
 struct ScratchSource {
   explicit ScratchSource(const std::string& source) {
@@ -130,16 +126,29 @@ struct ScratchSource {
   fs::path dir;
 };
 
+// The 03_wgmma_tma family and its kernel in a scratch directory; skips without
+// nvcc or CUTLASS.
+class WgmmaPtxIdentity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveToolchain()) {
+      GTEST_SKIP() << "needs nvcc and CUTLASS (" << kNvcc << ", " << kCutlass << ")";
+    }
+    absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
+    ASSERT_TRUE(seeds.ok()) << seeds.status();
+    for (SeedFamily& s : *seeds)
+      if (s.name == "03_wgmma_tma") family_ = std::move(s);
+    ASSERT_EQ(family_.name, "03_wgmma_tma");
+    src_ = std::make_unique<ScratchSource>(family_.source);
+    ASSERT_FALSE(src_->dir.empty());
+  }
+  SeedFamily family_;
+  std::unique_ptr<ScratchSource> src_;
+};
+
 // Illegal combinations fail at compile time with the hardware reason (the
 // kernel's static_asserts mirror seed.json's rules).
-TEST(WgmmaPtxIdentity, IllegalCombinationsFailWithTheirReason) {
-  if (!HaveToolchain()) GTEST_SKIP() << "needs nvcc and CUTLASS (" << kNvcc << ", " << kCutlass << ")";
-  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
-  ASSERT_TRUE(seeds.ok()) << seeds.status();
-  const SeedFamily* f = Wgmma(*seeds);
-  ASSERT_NE(f, nullptr);
-  const ScratchSource src(f->source);
-  ASSERT_FALSE(src.dir.empty());
+TEST_F(WgmmaPtxIdentity, IllegalCombinationsFailWithTheirReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"-DANVIL_LAYOUT_NT=1 -DANVIL_BN=128 -DANVIL_SCHEDULE=1", "Persistent tile loop"},
       {"-DANVIL_LAYOUT_NN=1 -DANVIL_BN=96", "128B swizzle limits a box's inner dimension"},
@@ -150,7 +159,7 @@ TEST(WgmmaPtxIdentity, IllegalCombinationsFailWithTheirReason) {
        "launch allocation"},
   };
   for (const auto& [defines, reason] : cases) {
-    const Output nvcc = RunCommand(PtxCommand(src.dir, defines));
+    const Output nvcc = RunCommand(PtxCommand(src_->dir, defines));
     const std::string& out = nvcc.text;
     EXPECT_FALSE(nvcc.ok) << defines << " compiled";
     EXPECT_NE(out.find("static assertion failed"), std::string::npos) << defines << "\n" << out;
@@ -159,8 +168,7 @@ TEST(WgmmaPtxIdentity, IllegalCombinationsFailWithTheirReason) {
   }
 }
 
-TEST(WgmmaPtxIdentity, DefaultAndSuggestedConfigurationsCompileToThePinnedPtx) {
-  if (!HaveToolchain()) GTEST_SKIP() << "needs nvcc and CUTLASS (" << kNvcc << ", " << kCutlass << ")";
+TEST_F(WgmmaPtxIdentity, DefaultAndSuggestedConfigurationsCompileToThePinnedPtx) {
   const bool update = std::getenv("ANVIL_PTX_DIGESTS_UPDATE") != nullptr;
   const Digests pinned = ReadDigests();
   const std::string version = NvccVersion();
@@ -168,13 +176,7 @@ TEST(WgmmaPtxIdentity, DefaultAndSuggestedConfigurationsCompileToThePinnedPtx) {
     GTEST_SKIP() << "digests are for nvcc " << pinned.nvcc << ", this is nvcc " << version
                  << " (ANVIL_PTX_DIGESTS_UPDATE=1 records them for it)";
   }
-  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
-  ASSERT_TRUE(seeds.ok()) << seeds.status();
-  const SeedFamily* f = Wgmma(*seeds);
-  ASSERT_NE(f, nullptr);
-  const ScratchSource src(f->source);
-  ASSERT_FALSE(src.dir.empty());
-
+  const SeedFamily* f = &family_;
   std::vector<KnobParams> configs = {{}};
   configs.insert(configs.end(), f->suggested.begin(), f->suggested.end());
   Digests now{version, {}};
@@ -183,7 +185,7 @@ TEST(WgmmaPtxIdentity, DefaultAndSuggestedConfigurationsCompileToThePinnedPtx) {
       if (!CheckConfig(*f, layout, WithDefaults(*f, p)).ok()) continue;
       const std::string defines = Defines(MakeSeedCandidate(*f, layout, p));
       if (now.by_flags.count(defines)) continue;  // a suggestion that repeats the defaults
-      std::optional<std::string> digest = PtxDigest(src.dir, defines);
+      std::optional<std::string> digest = PtxDigest(src_->dir, defines);
       ASSERT_TRUE(digest.has_value()) << "nvcc failed: " << defines;
       now.by_flags[defines] = *digest;
       if (update) continue;

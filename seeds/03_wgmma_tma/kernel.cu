@@ -1832,7 +1832,8 @@ template <typename Fn>
 
 // ==== Consumer warpgroups of the persistent schedules ===============================
 // Main loop then epilogue, tile by tile. `stage` is the consumer's staging buffer
-// (EPILOGUE 1 and 2), `stage_bar` its warpgroup's named barrier.
+// (EPILOGUE 1 and 2), `stage_bar` its warpgroup's named barrier. Pingpong's loop
+// is written in the kernel body (see there why).
 
 // TileScheduler::StreamK (cooperative): the CTA's units run as segments, one per
 // tile they touch. A segment that starts inside a tile (only the CTA's first can)
