@@ -256,7 +256,7 @@
 // issued ~0.2-0.3 us after the ring's initialisation (the barrier, setmaxnreg, the
 // producer loop's start) and is on the critical path of every short kernel: on
 // the H100 this took 2-4% off 64x4096x256, 512x2048x512, 256x64x12288 and 1000^3
-// (2026-11-22, bench/results/2026-11-22-short-kernel-time-h100.md). Issuing the whole first fill early was slower: a
+// (bench/NOTES.md, 2026-11-22 "The first stage before the CTA barrier"). Issuing the whole first fill early was slower: a
 // stage takes thread 0 ~0.1 us to issue, and the consumers wait at the barrier.
 //
 // ---- Shape specialisation (ANVIL_SHAPE_M/N/K) ----------------------------------------
