@@ -1,0 +1,80 @@
+// On a GPU: a package exported for this very device (its name, arch, driver,
+// CUDA and cuBLAS versions as the figures' validators) builds, and its example
+// checks every exported kernel and the vendor shapes against cuBLAS on random
+// and exact 0/1 inputs, eagerly and replayed from a CUDA graph, and that
+// dispatch picks what the manifest says.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "export/export.h"
+#include "export/export_test_util.h"
+
+namespace anvil {
+namespace {
+
+using testing_util::ReadText;
+using testing_util::RegimeMeasurement;
+using testing_util::SeedCandidate;
+using testing_util::TempDir;
+using testing_util::TestProblem;
+
+// This device as the runner names it, and its versions string.
+std::pair<std::string, std::string> ThisDevice() {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::string name = prop.name;
+  if (name.rfind("NVIDIA ", 0) == 0) name = name.substr(7);
+  for (char& c : name) c = c == ' ' ? '-' : c;
+  int driver = 0, runtime = 0, major = 0, minor = 0, patch = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  const int cublas = major * 10000 + minor * 100 + patch;
+  return {name, absl::StrCat("cudart=", runtime, " driver=", driver, " cublas=", cublas,
+                             " cublaslt=", cublas)};
+}
+
+TEST(ExportGpu, ExampleChecksEveryShapeAgainstCublas) {
+  TempDir dir;
+  std::unique_ptr<Store> store = *Store::Open(dir.File("anvil.db"));
+  const auto [gpu, versions] = ThisDevice();
+  const v1::Candidate nt = SeedCandidate("01_naive", v1::LAYOUT_NT, {{"BLOCK", "16"}});
+  const v1::Candidate nn = SeedCandidate("01_naive", v1::LAYOUT_NN, {{"BLOCK", "8"}});
+  ASSERT_TRUE(store->PutCandidate(nt).ok() && store->PutCandidate(nn).ok());
+  struct Win { const v1::Candidate* c; v1::Problem p; double speedup; };
+  const Win wins[] = {{&nt, TestProblem(256, 128, 64, v1::LAYOUT_NT, gpu), 1.2},
+                      {&nt, TestProblem(77, 300, 129, v1::LAYOUT_NT, gpu), 1.2},
+                      {&nn, TestProblem(128, 96, 64, v1::LAYOUT_NN, gpu), 1.2},
+                      {&nn, TestProblem(200, 64, 40, v1::LAYOUT_NN, gpu), 1.0}};  // no win: cuBLAS
+  for (const Win& w : wins) {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(store->PutMeasurement(RegimeMeasurement(*w.c, w.p, 10, 20, 10 * w.speedup,
+                                                          20 * w.speedup, 1000 + i, versions)).ok());
+    }
+  }
+  ExportOptions o;
+  o.gpu = gpu;
+  o.out_dir = dir.File("pkg");
+  absl::StatusOr<ExportReport> r = ExportLibrary(*store, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kernels, 3);
+  const std::string build = dir.File("build"), log = dir.File("build.log");
+  const std::string cmd = absl::StrCat(ANVIL_CMAKE, " -S ", o.out_dir, " -B ", build,
+                                       " -DCMAKE_CUDA_COMPILER=", ANVIL_NVCC, " > ", log, " 2>&1 && ",
+                                       ANVIL_CMAKE, " --build ", build, " -j4 >> ", log, " 2>&1");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadText(log);
+  const std::string out = dir.File("check.txt");
+  const int rc = std::system((build + "/check_hgemm " + o.out_dir + "/manifest.csv > " + out).c_str());
+  const std::string text = ReadText(out);
+  std::printf("%s", text.c_str());
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("status: ok"), std::string::npos) << "the validators accept this device";
+  EXPECT_NE(text.find("0 of "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace anvil
