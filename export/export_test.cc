@@ -224,5 +224,17 @@ TEST_F(ExportTest, PackageBuildsInstallsAndIsFound) {
   EXPECT_EQ(Shell("python3 -m py_compile " + prefix + "/lib/python/anvil_hgemm.py"), 0);
 }
 
+// The validators' comparison, compiled from the package's runtime with a
+// table that expects an H100 with CUDA 13.0 and cuBLAS 13.1.0.
+TEST_F(ExportTest, ValidatorsNameEachMismatch) {
+  ASSERT_TRUE(ExportLibrary(*store_, Options("pkg")).ok());
+  const std::string pkg = dir_.File("pkg"), bin = dir_.File("validators");
+  ASSERT_EQ(Shell("c++ -std=c++17 -I" + pkg + "/include -I" + pkg + "/src -I" + ANVIL_CUDA_INCLUDE +
+                  " " + ANVIL_SOURCE_DIR + "/export/validators_test_main.cc " + pkg +
+                  "/src/anvil_hgemm.cc -L" + ANVIL_CUDA_LIB + " -lcublasLt -lcublas -lcudart -o " + bin +
+                  " -Wl,-rpath," + ANVIL_CUDA_LIB), 0);
+  EXPECT_EQ(Shell(bin), 0);
+}
+
 }  // namespace
 }  // namespace anvil

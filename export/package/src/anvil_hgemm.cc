@@ -48,25 +48,19 @@ void Expect(const char* what, const std::string& have, const std::string& want, 
   *why += std::string(what) + " " + have + " (measured on " + want + ")";
 }
 
-std::string Mismatches(int device) {
+// The validators' mismatches on `device`, empty when it matches.
+std::string CheckDevice(int device) {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "device properties unreadable";
-  std::string arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-                     (prop.major == 9 ? "a" : "");
   int driver = 0, runtime = 0, major = 0, minor = 0, patch = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   cublasGetProperty(MAJOR_VERSION, &major);
   cublasGetProperty(MINOR_VERSION, &minor);
   cublasGetProperty(PATCH_LEVEL, &patch);
-  std::string why;
-  Expect("GPU", GpuName(prop.name), kValidators.gpu, &why);
-  Expect("arch", arch, kValidators.arch, &why);
-  Expect("driver", std::to_string(driver), std::to_string(kValidators.driver), &why);
-  Expect("CUDA runtime", std::to_string(runtime), std::to_string(kValidators.cudart), &why);
-  Expect("cuBLAS", std::to_string(major * 10000 + minor * 100 + patch),
-         std::to_string(kValidators.cublas), &why);
-  return why;
+  const Observed have{prop.name, prop.major, prop.minor, driver, runtime,
+                      major * 10000 + minor * 100 + patch};
+  return Mismatches(have, kValidators);
 }
 
 const Validation& Validate(int device) {
@@ -77,7 +71,7 @@ const Validation& Validate(int device) {
   }
   Validation& v = g_validation[device];
   std::call_once(v.once, [&] {
-    const std::string why = Mismatches(device);
+    const std::string why = CheckDevice(device);
     v.ok = why.empty();
     v.message = v.ok ? "ok: the table is in use"
                      : "device " + std::to_string(device) + " differs: " + why +
@@ -250,6 +244,22 @@ int VendorGemm(int path, const Entry* e, int device, int layout, int m, int n, i
 }
 
 }  // namespace
+
+namespace anvil_hgemm_internal {
+
+std::string Mismatches(const Observed& have, const Validators& want) {
+  const std::string arch = "sm_" + std::to_string(have.major) + std::to_string(have.minor) +
+                           (have.major == 9 ? "a" : "");
+  std::string why;
+  Expect("GPU", GpuName(have.device_name), want.gpu, &why);
+  Expect("arch", arch, want.arch, &why);
+  Expect("driver", std::to_string(have.driver), std::to_string(want.driver), &why);
+  Expect("CUDA runtime", std::to_string(have.cudart), std::to_string(want.cudart), &why);
+  Expect("cuBLAS", std::to_string(have.cublas), std::to_string(want.cublas), &why);
+  return why;
+}
+
+}  // namespace anvil_hgemm_internal
 
 extern "C" int anvil_hgemm(int layout, int M, int N, int K, const void* A, const void* B, void* C,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {

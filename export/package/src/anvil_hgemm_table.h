@@ -4,6 +4,7 @@
 #define ANVIL_HGEMM_TABLE_H_
 
 #include <cstddef>
+#include <string>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -36,6 +37,16 @@ struct Validators {
 };
 
 extern const Validators kValidators;
+
+// What this process sees on one device, in the validators' terms.
+struct Observed {
+  const char* device_name;  // cudaDeviceProp::name, as reported
+  int major, minor;         // compute capability
+  int driver, cudart, cublas;
+};
+// Empty when `have` matches `want`, else each mismatch with both values.
+// Defined in anvil_hgemm.cc (not exported from the library).
+std::string Mismatches(const Observed& have, const Validators& want);
 extern const Kernel kKernels[];
 extern const int kKernelCount;
 extern const Entry kEntries[];
