@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "export/export_test_util.h"
+#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 
 namespace anvil {
@@ -222,6 +223,39 @@ TEST_F(ExportTest, PackageBuildsInstallsAndIsFound) {
                 "/build >> " + dir_.File("user.log") + " 2>&1"), 0) << ReadText(dir_.File("user.log"));
   EXPECT_EQ(Shell(user + "/build/user"), 0) << "the table holds two kernels and one tuned algorithm";
   EXPECT_EQ(Shell("python3 -m py_compile " + prefix + "/lib/python/anvil_hgemm.py"), 0);
+}
+
+// Two kernels whose sources give one host symbol external linkage: the
+// package build stops before linking and names the symbol and both objects.
+TEST(ExportClash, PackageBuildNamesAClashingSymbol) {
+  TempDir dir;
+  std::unique_ptr<Store> store = *Store::Open(dir.File("anvil.db"));
+  std::vector<v1::Candidate> candidates;
+  for (const char* block : {"8", "16"}) {
+    v1::Candidate c = SeedCandidate("01_naive", v1::LAYOUT_NT, {{"BLOCK", block}});
+    c.set_source(absl::StrReplaceAll(c.source(), {{"namespace {", "namespace naive {"},
+                                                  {"}  // namespace", "}  // namespace naive\nusing namespace naive;"}}));
+    AssignCandidateId(c);
+    c.set_name(CandidateDisplayName(c));
+    ASSERT_TRUE(store->PutCandidate(c).ok());
+    candidates.push_back(c);
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const v1::Problem p = TestProblem(64 * (i + 1), 64, 64, v1::LAYOUT_NT, kGpu);
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_TRUE(store->PutMeasurement(RegimeMeasurement(candidates[i], p, 10, 20, 12, 24, r, kVersions)).ok());
+    }
+  }
+  ExportOptions o;
+  o.gpu = kGpu;
+  o.out_dir = dir.File("pkg");
+  ASSERT_TRUE(ExportLibrary(*store, o).ok());
+  const std::string cmake = ANVIL_CMAKE, build = dir.File("build"), log = dir.File("build.log");
+  EXPECT_NE(Shell(cmake + " -S " + o.out_dir + " -B " + build + " -DANVIL_HGEMM_BUILD_EXAMPLES=OFF -DCMAKE_CUDA_COMPILER=" +
+                  ANVIL_NVCC + " > " + log + " 2>&1 && " + cmake + " --build " + build + " -j2 >> " + log + " 2>&1"), 0);
+  const std::string text = ReadText(log);
+  EXPECT_NE(text.find("symbol clash:"), std::string::npos) << text;
+  EXPECT_NE(text.find("naive_gemm"), std::string::npos) << text;
 }
 
 // The validators' comparison, compiled from the package's runtime with a
