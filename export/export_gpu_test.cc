@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "export/export.h"
@@ -39,6 +41,13 @@ std::pair<std::string, std::string> ThisDevice() {
                              " cublaslt=", cublas)};
 }
 
+// The tools the package build uses: the node's (bundle environment) first.
+std::string Tool(const char* env, const std::string& built_with, const char* name) {
+  if (const char* v = std::getenv(env)) return v;
+  if (std::filesystem::exists(built_with)) return built_with;
+  return name;  // from PATH
+}
+
 // Exports the 01_naive seeds for this device (figures measured with
 // `versions`), builds the package and runs its example; returns its output.
 std::string ExportBuildAndCheck(const TempDir& dir, const std::string& gpu,
@@ -66,9 +75,11 @@ std::string ExportBuildAndCheck(const TempDir& dir, const std::string& gpu,
   if (!r.ok()) return "";
   EXPECT_EQ(r->kernels, 3);
   const std::string build = dir.File("build"), log = dir.File("build.log");
-  const std::string cmd = absl::StrCat(ANVIL_CMAKE, " -S ", o.out_dir, " -B ", build,
-                                       " -DCMAKE_CUDA_COMPILER=", ANVIL_NVCC, " > ", log, " 2>&1 && ",
-                                       ANVIL_CMAKE, " --build ", build, " -j4 >> ", log, " 2>&1");
+  const std::string cmake = Tool("ANVIL_TEST_CMAKE", ANVIL_CMAKE, "cmake");
+  const std::string nvcc = Tool("ANVIL_TEST_NVCC", ANVIL_NVCC, "nvcc");
+  const std::string cmd = absl::StrCat(cmake, " -S ", o.out_dir, " -B ", build,
+                                       " -DCMAKE_CUDA_COMPILER=", nvcc, " > ", log, " 2>&1 && ",
+                                       cmake, " --build ", build, " -j4 >> ", log, " 2>&1");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadText(log);
   const std::string out = dir.File("check.txt");
   *rc = std::system((build + "/check_hgemm " + o.out_dir + "/manifest.csv > " + out + " 2>&1").c_str());

@@ -4,6 +4,7 @@
 #ifndef ANVIL_EXPORT_EXPORT_TEST_UTIL_H_
 #define ANVIL_EXPORT_EXPORT_TEST_UTIL_H_
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -26,7 +27,9 @@ inline std::string ReadText(const std::string& path) {
 inline v1::Candidate SeedCandidate(const std::string& dir, v1::Layout layout,
                                    std::map<std::string, std::string> params) {
   v1::Candidate c;
-  c.set_source(ReadText(std::string(ANVIL_SOURCE_DIR) + "/seeds/" + dir + "/kernel.cu"));
+  const char* seeds = std::getenv("ANVIL_SEEDS_DIR");  // the bundle's, on a GPU node
+  c.set_source(ReadText((seeds ? std::string(seeds) : std::string(ANVIL_SOURCE_DIR) + "/seeds") +
+                        "/" + dir + "/kernel.cu"));
   for (const auto& [k, v] : params) (*c.mutable_params())[k] = v;
   c.set_proposer("seed");
   c.set_family(dir.substr(3));
