@@ -41,7 +41,7 @@ inline v1::Candidate SeedCandidate(const std::string& dir, v1::Layout layout,
 }
 
 inline void SetRegime(v1::Timings* t, exporter::Regime r, double us, double spread) {
-  v1::TimingStats* s = r == exporter::Regime::kHot ? t->mutable_warm() : t->mutable_cold();
+  v1::TimingStats* s = exporter::MutableRegimeStats(t, r);
   FillStats(us, 5, s);
   s->set_spread(spread);
 }

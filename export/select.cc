@@ -86,6 +86,10 @@ const v1::TimingStats& RegimeStats(const v1::Timings& timings, Regime regime) {
   return regime == Regime::kHot ? timings.warm() : timings.cold();
 }
 
+v1::TimingStats* MutableRegimeStats(v1::Timings* timings, Regime regime) {
+  return regime == Regime::kHot ? timings->mutable_warm() : timings->mutable_cold();
+}
+
 absl::StatusOr<WinnerFigures> FiguresOf(Store& store, const v1::Problem& problem,
                                         const std::string& candidate_id) {
   absl::StatusOr<std::vector<StoredMeasurement>> history = store.SearchHistory(problem);

@@ -25,6 +25,7 @@ const char* RegimeName(Regime regime);          // "hot", "cold"
 const char* RegimeFigure(Regime regime);
 // The stats of `regime` inside a measurement's timings (candidate or baseline).
 const v1::TimingStats& RegimeStats(const v1::Timings& timings, Regime regime);
+v1::TimingStats* MutableRegimeStats(v1::Timings* timings, Regime regime);
 
 // One regime's figures of a kernel against the fastest vendor baseline.
 struct RegimeFigures {
