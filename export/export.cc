@@ -207,7 +207,8 @@ absl::Status WriteFiles(const std::vector<exporter::PackageFile>& files, const f
 absl::Status Publish(const std::vector<exporter::PackageFile>& files, const fs::path& out) {
   std::error_code ec;
   const bool replace = fs::exists(out, ec);
-  if (replace && !fs::exists(out / exporter::kMarkerFile, ec)) {
+  const bool empty_dir = replace && fs::is_directory(out, ec) && fs::is_empty(out, ec);
+  if (replace && !empty_dir && !fs::exists(out / exporter::kMarkerFile, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
         out.string(), " exists and is not a previous export (no ", exporter::kMarkerFile,
         "); choose another --out or remove it"));

@@ -9,7 +9,8 @@
 // The same store and options give byte-identical files. Nothing partial is
 // ever left at `out_dir`: the package is written to a temporary directory
 // beside it and renamed into place; a previous export there (marked by the
-// file `.anvil-export`) is replaced, anything else is refused.
+// file `.anvil-export`) or an empty directory is replaced, anything else is
+// refused.
 //
 // Thread-safety: ExportLibrary may run on several threads at once for
 // different output directories (the Store serialises its own calls).

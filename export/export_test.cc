@@ -159,6 +159,10 @@ TEST_F(ExportTest, BadInputWritesNothing) {
   EXPECT_TRUE(absl::IsNotFound(ExportLibrary(*store_, o).status()));
   EXPECT_FALSE(fs::exists(dir_.File("pkg")));
 
+  fs::create_directories(dir_.File("empty"));  // an empty directory is fine
+  EXPECT_TRUE(ExportLibrary(*store_, Options("empty")).ok());
+  EXPECT_TRUE(fs::exists(dir_.File("empty/manifest.json")));
+
   fs::create_directories(dir_.File("mine"));
   std::ofstream(dir_.File("mine/notes.txt")) << "keep me\n";
   st = ExportLibrary(*store_, Options("mine")).status();
