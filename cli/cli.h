@@ -50,7 +50,7 @@ struct OptimizeArgs {
   bool seeds_only = false;          // --seeds-only: stage 0 only
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
-  std::string figure = "device";    // --figure: what a problem's best minimises
+  std::string figure = "graph-cold";  // --figure: what a problem's best minimises
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 

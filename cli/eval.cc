@@ -35,7 +35,8 @@ void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
 }
 
 void PrintRow(const std::string& name, const v1::Timings& t, double rel_err) {
-  std::cout << absl::StrFormat("  %-20s %9.2f %9.2f %9.2f %9.2f %9.2f   %.2e\n", name,
+  std::cout << absl::StrFormat("  %-20s %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f   %.2e\n", name,
+                               t.graph_cold().median_us(), t.graph_hot().median_us(),
                                t.device().median_us(), t.cold().median_us(), t.warm().median_us(),
                                t.call().median_us(), t.first_call_us(), rel_err);
 }
@@ -72,16 +73,20 @@ void PrintMeasurement(const v1::Measurement& m) {
   if (!m.reason().empty()) std::cout << " " << m.reason() << ": " << m.detail();
   std::cout << "\n";
   if (m.verdict() != v1::VERDICT_PASSED) return;
-  std::cout << absl::StrFormat("  %-20s %9s %9s %9s %9s %9s   %s\n", "us (median)", "device", "cold",
-                               "warm", "call", "first", "rel_err");
+  std::cout << absl::StrFormat("  %-20s %10s %9s %9s %9s %9s %9s %9s   %s\n", "us (median)",
+                               "graph-cold", "graph-hot", "device", "cold", "warm", "call", "first",
+                               "rel_err");
   PrintRow("candidate", m.timings(), m.rel_err());
   for (const v1::Baseline& b : m.baselines()) PrintRow(b.name(), b.timings(), b.rel_err());
   std::cout << "speedup vs best baseline:";
-  for (const char* figure : {"device", "cold", "warm", "call"}) {
-    double ours = FigureUs(m.timings(), figure);
-    std::cout << absl::StrFormat("  %s %.3fx", figure, ours > 0 ? BestBaselineUs(m, figure) / ours : 0.0);
+  for (absl::string_view figure : kFigures) {
+    std::cout << absl::StrFormat("  %s %.3fx", figure, SpeedupOverBestBaseline(m, figure));
   }
   std::cout << "\n";
+  if (!m.graph_note().empty()) std::cout << "graph figures: " << m.graph_note() << "\n";
+  std::cout << absl::StrFormat("graph replays: hot %d calls, cold %d calls over %d operand sets\n",
+                               m.timings().graph_calls_hot(), m.timings().graph_calls_cold(),
+                               m.timings().graph_cold_sets());
   std::cout << absl::StrFormat("efficiency %.1f%% of speed-of-light (%.2f us); spread %.1f%%; "
                                "graph capturable: %s; kernels per call: %d\n",
                                100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
   optimize->add_option("--figure", opt.figure,
-                       "what a problem's best minimises: device (default), warm, cold or call");
+                       "what a problem's best minimises: graph-cold (default: CUDA-graph replay "
+                       "with operands streamed from DRAM), graph-hot, device, cold, warm or call");
   optimize->add_option("--transfer-from", opt.transfer_from,
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");
@@ -48,11 +49,11 @@ int main(int argc, char** argv) {
                  "after timing, profile one call of it and of the fastest baseline with GPU "
                  "counters (CUPTI; the call is replayed once per pass)");
 
-  std::string gpu, klayout, figure = "device", kjob;
+  std::string gpu, klayout, figure = "graph-cold", kjob;
   CLI::App* kernels = app.add_subcommand("kernels", "list the best verified kernel per problem");
   kernels->add_option("--gpu", gpu, "only this device model");
   kernels->add_option("--layout", klayout, "only nt or nn");
-  kernels->add_option("--figure", figure, "device, warm, cold or call");
+  kernels->add_option("--figure", figure, "graph-cold (default), graph-hot, device, cold, warm or call");
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");

@@ -64,7 +64,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
   if (!problems.ok()) return Report(problems.status(), kUsage);
   if (!IsFigure(a.figure)) {
-    return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
+    return Report(absl::InvalidArgumentError("--figure must be one of " + FigureList()), kUsage);
   }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db);
   if (!store.ok()) return Report(store.status(), kDatabase);

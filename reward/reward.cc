@@ -30,26 +30,6 @@ std::string Kind(v1::Verdict v) {
 
 }  // namespace
 
-bool IsFigure(const std::string& f) {
-  return f == "device" || f == "warm" || f == "cold" || f == "call";
-}
-
-double BestBaselineUs(const v1::Measurement& m, const std::string& figure) {
-  double best = 0;
-  for (const v1::Baseline& b : m.baselines()) {
-    double v = FigureUs(b.timings(), figure);
-    if (v > 0 && (best == 0 || v < best)) best = v;
-  }
-  return best;
-}
-
-double FigureUs(const v1::Timings& t, const std::string& figure) {
-  if (figure == "warm") return t.warm().median_us();
-  if (figure == "cold") return t.cold().median_us();
-  if (figure == "call") return t.call().median_us();
-  return t.device().median_us();
-}
-
 absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::string& figure) {
   if (!IsFigure(figure)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown reward figure '", figure, "'"));
@@ -57,7 +37,9 @@ absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::s
   if (m.verdict() != v1::VERDICT_PASSED) return RewardValue{FailurePenalty(m.verdict()), Kind(m.verdict()), 0};
   double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
   if (ours <= 0 || base <= 0) {
-    return absl::FailedPreconditionError("a passed measurement needs candidate and baseline timings");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a passed measurement needs candidate and baseline timings by '", figure, "'",
+        m.graph_note().empty() ? "" : absl::StrCat(" (", m.graph_note(), ")")));
   }
   double speedup = base / ours;
   return RewardValue{std::log2(speedup), "speedup", speedup};

@@ -159,7 +159,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   if (slabs) {  // the reduce kernel: partials in, fp16 C out, one more launch
     e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
   } else if (in_cluster) {
-    // Measured (H100, bench/NOTES.md): summing in the cluster saves none of the
+    // Measured (H100, 2026-11-21, bench/NOTES.md, Kernel): summing in the cluster saves none of the
     // reduce kernel's time (cluster launch, two cluster barriers, the slowest
     // split pacing the tile), so it is charged like the second launch.
     e.us += fixed_us * 0.5;

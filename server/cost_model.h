@@ -40,7 +40,7 @@ struct DeviceModel {
   // CTAs that clusters of c CTAs (the index) can hold at once, one CTA per SM:
   // a cluster lives on one GPC, and the GPCs' SM counts leave SMs out
   // (cudaOccupancyMaxActiveClusters x c on the 132-SM H100 SXM,
-  // bench/results/2026-11-21-s5/call6-cluster-occupancy.csv); 0 = not measured.
+  // measured 2026-11-21: bench/results/2026-11-21-cluster-occupancy-h100.md); 0 = not measured.
   std::array<int, 17> cluster_ctas = {0, 132, 132, 117, 120, 0, 102, 0, 120,
                                       0, 0,   0,   84,  0,   0, 0,   112};
   // The SMs that clusters of c can use at once: the measured share of cluster_ctas,

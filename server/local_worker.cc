@@ -83,7 +83,8 @@ absl::StatusOr<CandidateOutcome> LocalWorker::Measure(const v1::Candidate& candi
       p.set_dtype(v1::DTYPE_F16_F32ACC);
       p.set_gpu(info_->gpu());
       p.set_arch(info_->arch());
-      (void)store->PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0});
+      (void)store->PutLtAlgo(p, a.cublas_version(),
+                             LtAlgo{a.algo(), 0, a.figure().empty() ? "device" : a.figure()});
     }
     MergeTunedAlgo(lt_algos_, std::move(a));
   }
@@ -111,17 +112,20 @@ void LocalWorker::LoadLtAlgos(const std::vector<v1::Shape>& shapes, v1::Layout l
     // contender of a new tuning (retune), whose winner replaces it here and in
     // the store, so a choice that once lost to noise does not stay for good.
     if (!lt_looked_up_.insert(absl::StrCat(ShapeName(s), LayoutName(layout))).second) continue;
-    absl::StatusOr<std::optional<LtAlgo>> stored =
-        store->GetLtAlgo(MakeProblem(info_->gpu(), info_->arch(), s, layout), version);
-    if (!stored.ok() || !*stored) continue;
-    v1::LtAlgo a;
-    *a.mutable_shape() = s;
-    a.set_layout(layout);
-    a.set_algo((*stored)->algo);
-    a.set_cublas_version(version);
-    a.set_gpu(info_->gpu());
-    a.set_retune(true);
-    lt_algos_.push_back(std::move(a));
+    absl::StatusOr<std::vector<LtAlgo>> stored =
+        store->GetLtAlgos(MakeProblem(info_->gpu(), info_->arch(), s, layout), version);
+    if (!stored.ok()) continue;
+    for (const LtAlgo& choice : *stored) {  // one per figure it was tuned by
+      v1::LtAlgo a;
+      *a.mutable_shape() = s;
+      a.set_layout(layout);
+      a.set_algo(choice.algo);
+      a.set_cublas_version(version);
+      a.set_gpu(info_->gpu());
+      a.set_figure(choice.figure);
+      a.set_retune(true);
+      lt_algos_.push_back(std::move(a));
+    }
   }
 }
 

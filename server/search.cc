@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "reward/reward.h"
@@ -314,9 +315,14 @@ class Search {
 
   // Takes one measurement into the problem's state and the cost model.
   void Record(ProblemState& p, const v1::Candidate* c, const v1::Measurement& m, bool fresh) {
-    p.measured.insert(m.candidate_id());
-    ++p.tried;
     const bool passed = m.verdict() == v1::VERDICT_PASSED;
+    // A row measured before the job's figure existed (a store from before
+    // graph-replay timing) informs the model but leaves the configuration to
+    // be measured again, by the carry stage first.
+    const bool lacks_figure = passed && FigureUs(m.timings(), options_.figure) <= 0 &&
+                              absl::StartsWith(m.graph_note(), "measured before");
+    if (!lacks_figure) p.measured.insert(m.candidate_id());
+    ++p.tried;
     if (passed && Current(c)) {
       // The speedup pairs a kernel with the baselines timed in its own
       // process: cuBLAS's figure moves between runs (power and clocks).
@@ -347,7 +353,7 @@ class Search {
     KnobParams params(c->params().begin(), c->params().end());
     // A failure (a host-side bug, a build that a fix will mend) says nothing about
     // the family's later sources: only a passed measurement lets the seed stage skip.
-    if (passed) p.measured_knobs.insert(ConfigKey(*f, c->layout(), params));
+    if (passed && !lacks_figure) p.measured_knobs.insert(ConfigKey(*f, c->layout(), params));
     absl::StatusOr<Estimate> e = Predict(*f, c->layout(), params, p.spec.shape, model_.device());
     if (e.ok()) {
       model_.Observe({f->name, params, p.spec.shape, e->us,
@@ -637,7 +643,8 @@ class Search {
       if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
       Config* c = ConfigOf(m.measurement.candidate_id());
       if (c == nullptr) continue;  // no family, or its source changed since
-      passed.emplace_back(FigureUs(m.measurement.timings(), options_.figure), c);
+      const double us = FigureUs(m.measurement.timings(), options_.figure);
+      if (us > 0) passed.emplace_back(us, c);  // without the figure (not capturable): no rank
     }
     std::sort(passed.begin(), passed.end(), ByTimeThenId);
     std::vector<std::pair<double, Config*>> out;
@@ -677,8 +684,16 @@ class Search {
       absl::StatusOr<ExemplarSet> ex =
           store_.Exemplars(there, options_.figure, 4 * options_.transfer_per_problem);
       if (!ex.ok()) return ex.status();
+      std::vector<Exemplar> fastest = ex->fastest;
+      if (options_.figure != "device") {
+        // Rows from before the job's figure existed rank by device time.
+        absl::StatusOr<ExemplarSet> dev =
+            store_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
+        if (!dev.ok()) return dev.status();
+        fastest.insert(fastest.end(), dev->fastest.begin(), dev->fastest.end());
+      }
       int taken = 0;
-      for (const Exemplar& e : ex->fastest) {
+      for (const Exemplar& e : fastest) {
         if (taken == options_.transfer_per_problem) break;
         const SeedFamily* f = FamilyOf(e.candidate);
         if (f == nullptr || !f->searchable) continue;
@@ -813,13 +828,13 @@ class Search {
         absl::StatusOr<std::optional<CandidateOutcome>> again = Remeasure(p);
         if (!again.ok()) return again.status();
         if (!again->has_value()) break;  // not a candidate of today's families
-        const CandidateOutcome& out = **again;
         const std::string name = configs_.at(p.best_id).candidate.name();
-        if (!out.measurements.empty() && out.measurements[0].verdict() == v1::VERDICT_PASSED &&
-            !out.measurement_ids.empty()) {
-          // The re-measurement is the one marked verified, and reported.
-          if (absl::Status st = store_.MarkVerified(out.measurement_ids[0]); !st.ok()) return st;
-          Verified(p, out.measurements[0], /*here=*/true);
+        absl::StatusOr<std::optional<v1::Measurement>> median = VerifyRuns(p, **again);
+        if (!median.ok()) return median.status();
+        if (median->has_value()) {
+          // The re-measurements are the ones marked verified; the run of the
+          // median speedup is reported.
+          Verified(p, **median, /*here=*/true);
           progress_(absl::StrFormat("[verify] %-22s %s %s: %.3fx re-measured (%.3fx %s)", p.name,
                                     name, confirm ? "confirmed in this job" : "verified",
                                     p.VerifiedSpeedup(), before,
@@ -827,8 +842,7 @@ class Search {
           if (confirm) break;
           continue;  // an earlier winner may still be the fastest verified
         }
-        progress_(absl::StrCat("[verify] ", p.name, " ", name, " failed its re-check: ",
-                               out.measurements.empty() ? "no result" : out.measurements[0].reason()));
+        progress_(absl::StrCat("[verify] ", p.name, " ", name, " failed a re-check"));
         FallBack(p);  // the failed re-check is in the store now
       }
     }
@@ -893,6 +907,34 @@ class Search {
     return std::optional<CandidateOutcome>(*std::move(again));
   }
 
+  // Process-to-process variation is part of a winner's figure: `first` and
+  // options_.verify_runs - 1 more re-measurements, each in its own runner
+  // process, all of which must pass; each is marked verified. Returns the run
+  // of the median speedup, or nothing when a run failed (it is in the store).
+  absl::StatusOr<std::optional<v1::Measurement>> VerifyRuns(ProblemState& p,
+                                                            CandidateOutcome first) {
+    std::vector<v1::Measurement> runs;
+    std::optional<CandidateOutcome> out = std::move(first);
+    for (int r = 0; r < std::max(1, options_.verify_runs); ++r) {
+      if (r > 0) {
+        absl::StatusOr<std::optional<CandidateOutcome>> again = Remeasure(p);
+        if (!again.ok()) return again.status();
+        out = std::move(*again);
+      }
+      if (!out || out->measurements.empty() || out->measurement_ids.empty() ||
+          out->measurements[0].verdict() != v1::VERDICT_PASSED ||
+          FigureUs(out->measurements[0].timings(), options_.figure) <= 0) {
+        return std::optional<v1::Measurement>();
+      }
+      if (absl::Status st = store_.MarkVerified(out->measurement_ids[0]); !st.ok()) return st;
+      runs.push_back(out->measurements[0]);
+    }
+    std::sort(runs.begin(), runs.end(), [&](const v1::Measurement& a, const v1::Measurement& b) {
+      return SpeedupOverBestBaseline(a, options_.figure) < SpeedupOverBestBaseline(b, options_.figure);
+    });
+    return std::optional<v1::Measurement>(runs[runs.size() / 2]);
+  }
+
   // The candidates with a failed measurement among `history`.
   static std::set<std::string> Failed(const std::vector<StoredMeasurement>& history) {
     std::set<std::string> out;
@@ -912,8 +954,9 @@ class Search {
     const std::set<std::string> failed = Failed(history);
     for (const StoredMeasurement& m : history) {
       const v1::Measurement& x = m.measurement;
-      if (x.verdict() == v1::VERDICT_PASSED && !failed.count(x.candidate_id()) &&
-          FigureUs(x.timings(), options_.figure) < p.best_us && CurrentId(x.candidate_id())) {
+      const double us = FigureUs(x.timings(), options_.figure);
+      if (x.verdict() == v1::VERDICT_PASSED && !failed.count(x.candidate_id()) && us > 0 &&
+          us < p.best_us && CurrentId(x.candidate_id())) {
         p.best_us = FigureUs(x.timings(), options_.figure);
         p.baseline_us = BestBaselineUs(x, options_.figure);
         p.best_id = x.candidate_id();

@@ -38,7 +38,9 @@
 //             always has its share (a kernel edit otherwise sends a whole run
 //             into re-measuring and screening, and late knobs go untried);
 //   4 verify  each problem's fastest correct kernel is re-measured on fresh
-//             inputs in a new runner and promoted (verified) only if it passes.
+//             inputs in verify_runs new runner processes (3: process-to-process
+//             variation is part of the figure) and promoted (verified) only if
+//             every run passes; the run of the median speedup is reported.
 //             The figures reported for it are this re-measurement's: the
 //             fastest of many noisy measurements is biased low (the winner's
 //             curse), an independent one is not. The winner reported is the
@@ -72,10 +74,13 @@ namespace anvil {
 
 struct SearchOptions {
   double budget_seconds = 3600;   // wall time of this run; the verify stage runs regardless
-  // What a problem's best minimises: "device" (what a CUDA-graph-captured step
-  // pays), "warm" or "call" (eager-mode back-to-back or one call with host
-  // overhead), or "cold". The cost model always predicts device time.
-  std::string figure = "device";
+  // What a problem's best minimises (proto/figures.h): "graph-cold" (CUDA-graph
+  // replay with operands streamed from DRAM: what an inference step pays),
+  // "graph-hot", "device" (one isolated call), "warm" or "call" (eager-mode
+  // back-to-back or one call with host overhead), or "cold". A measurement
+  // without the figure (a call that cannot be captured) is never a best. The
+  // cost model always predicts device time.
+  std::string figure = "graph-cold";
   int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
@@ -90,6 +95,8 @@ struct SearchOptions {
   // measurement must not decide which tile a problem's evolution explores).
   double leader_margin = 1.15;
   int evolve_runners_up = 1;      // stage 3: such runners-up evolved per problem
+  int verify_runs = 3;            // stage 4: a winner's re-measurements, each in its own
+                                  // runner process; the median speedup is reported
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
   int build_chunk = 16;           // builds per round (~2x parallel builds); the next round
                                   // builds while this one is measured

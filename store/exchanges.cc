@@ -149,17 +149,31 @@ absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::stri
 }
 
 absl::StatusOr<std::optional<LtAlgo>> Store::GetLtAlgo(const v1::Problem& problem,
-                                                       const std::string& cublas_version) {
+                                                       const std::string& cublas_version,
+                                                       const std::string& figure) {
+  STORE_ASSIGN_OR_RETURN(std::vector<LtAlgo> all, GetLtAlgos(problem, cublas_version));
+  for (LtAlgo& a : all) {
+    if (a.figure == figure) return std::optional<LtAlgo>(std::move(a));
+  }
+  return std::optional<LtAlgo>();
+}
+
+absl::StatusOr<std::vector<LtAlgo>> Store::GetLtAlgos(const v1::Problem& problem,
+                                                      const std::string& cublas_version) {
   absl::MutexLock lock(&mu_);
+  std::vector<LtAlgo> out;
   STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
                          store_internal::FindProblemId(*db_, problem));
-  if (!problem_id.has_value()) return std::optional<LtAlgo>();
-  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT algo, measured_at FROM lt_algo_cache "
-                                              "WHERE problem_id = ? AND cublas_version = ?"));
+  if (!problem_id.has_value()) return out;
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT algo, measured_at, figure FROM lt_algo_cache "
+                                              "WHERE problem_id = ? AND cublas_version = ? "
+                                              "ORDER BY figure"));
   s.BindInt(*problem_id).BindText(cublas_version);
-  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<LtAlgo>();
-  return std::optional<LtAlgo>(LtAlgo{s.Blob(0), s.Int(1)});
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    out.push_back(LtAlgo{s.Blob(0), s.Int(1), s.Text(2)});
+  }
 }
 
 absl::Status Store::PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
@@ -167,17 +181,18 @@ absl::Status Store::PutLtAlgo(const v1::Problem& problem, const std::string& cub
   if (algo.algo.empty() || cublas_version.empty()) {
     return absl::InvalidArgumentError("a cuBLASLt cache entry needs algo bytes and a version");
   }
+  STORE_RETURN_IF_ERROR(store_internal::FigureColumn(algo.figure).status());
   absl::MutexLock lock(&mu_);
   Transaction txn(*db_);
   STORE_RETURN_IF_ERROR(txn.Begin());
   STORE_ASSIGN_OR_RETURN(int64_t problem_id, store_internal::UpsertProblemRow(*db_, problem));
   {
     STORE_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare("INSERT INTO lt_algo_cache (problem_id, cublas_version, algo, "
-                             "measured_at) VALUES (?, ?, ?, ?) "
-                             "ON CONFLICT (problem_id, cublas_version) DO UPDATE SET "
+        Stmt s, db_->Prepare("INSERT INTO lt_algo_cache (problem_id, cublas_version, figure, "
+                             "algo, measured_at) VALUES (?, ?, ?, ?, ?) "
+                             "ON CONFLICT (problem_id, cublas_version, figure) DO UPDATE SET "
                              "algo = excluded.algo, measured_at = excluded.measured_at"));
-    s.BindInt(problem_id).BindText(cublas_version).BindBlob(algo.algo);
+    s.BindInt(problem_id).BindText(cublas_version).BindText(algo.figure).BindBlob(algo.algo);
     s.BindInt(algo.measured_unix_ms != 0 ? algo.measured_unix_ms : Now());
     STORE_RETURN_IF_ERROR(s.Run());
   }

@@ -86,10 +86,12 @@ struct WorkerRecord {
   int64_t last_heartbeat_unix_ms = 0;  // set by the store
 };
 
-// The autotuned cuBLASLt algorithm for one problem and cuBLAS version.
+// The autotuned cuBLASLt algorithm for one problem, cuBLAS version and the
+// figure it was tuned by ("device", "graph-hot", "graph-cold").
 struct LtAlgo {
   std::string algo;              // raw bytes of cublasLtMatmulAlgo_t (64 bytes)
   int64_t measured_unix_ms = 0;  // 0 on put: the store's clock
+  std::string figure = "device";
 };
 
 // Row counts of the main tables, for status displays and tests.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <iterator>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -140,9 +141,48 @@ constexpr const char kSchemaV1[] =
 // to random; forget them, so each problem is tuned again by device time.
 constexpr const char kSchemaV2[] = "DELETE FROM lt_algo_cache;";
 
+// Graph-replay timing in two named cache regimes (graph_hot, graph_cold) for
+// measurements and baselines, their samples, the ranking indexes, and why a
+// row has no graph figure: rows measured before this step say so. The
+// cuBLASLt cache keys each choice by the figure it was tuned by; the choices
+// kept were tuned by device time.
+#define STORE_ADD_STATS(t, f)                                              \
+  "ALTER TABLE " t " ADD COLUMN " f "_median_us REAL;"                     \
+  "ALTER TABLE " t " ADD COLUMN " f "_min_us REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_p90_us REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_spread REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_samples INTEGER;"
+#define STORE_ADD_GRAPH(t)                                                  \
+  STORE_ADD_STATS(t, "graph_hot") STORE_ADD_STATS(t, "graph_cold")         \
+  "ALTER TABLE " t " ADD COLUMN graph_calls_hot INTEGER;"                  \
+  "ALTER TABLE " t " ADD COLUMN graph_calls_cold INTEGER;"                 \
+  "ALTER TABLE " t " ADD COLUMN graph_cold_sets INTEGER;"
+constexpr const char kSchemaV3[] =
+    STORE_ADD_GRAPH("measurements") STORE_ADD_GRAPH("baselines")
+    "ALTER TABLE measurements ADD COLUMN graph_note TEXT NOT NULL DEFAULT "
+    "  'measured before graph-replay timing: no graph figures';"
+    "ALTER TABLE samples ADD COLUMN graph_hot_us BLOB;"
+    "ALTER TABLE samples ADD COLUMN graph_cold_us BLOB;"
+    "CREATE INDEX measurements_passed_graph_hot ON measurements (problem_id, graph_hot_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE INDEX measurements_passed_graph_cold ON measurements (problem_id, graph_cold_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE TABLE lt_algo_cache_by_figure ("
+    "  problem_id INTEGER NOT NULL REFERENCES problems (id),"
+    "  cublas_version TEXT NOT NULL, figure TEXT NOT NULL, algo BLOB NOT NULL,"
+    "  measured_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (problem_id, cublas_version, figure)) WITHOUT ROWID;"
+    "INSERT INTO lt_algo_cache_by_figure SELECT problem_id, cublas_version, 'device', algo, "
+    "  measured_at FROM lt_algo_cache;"
+    "DROP TABLE lt_algo_cache;"
+    "ALTER TABLE lt_algo_cache_by_figure RENAME TO lt_algo_cache;";
+#undef STORE_ADD_GRAPH
+#undef STORE_ADD_STATS
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 
 struct Header {
@@ -234,9 +274,10 @@ absl::Status SetWritePragmas(Db& db, const StoreOptions& options) {
 // Applies every step newer than the stored version, one transaction each.
 // The version is re-read inside the transaction: another process may have
 // migrated meanwhile.
-absl::StatusOr<int> Migrate(Db& db) {
+absl::StatusOr<int> Migrate(Db& db, int up_to = std::numeric_limits<int>::max()) {
   int version = 0;
   for (const Migration& step : kMigrations) {
+    if (step.version > up_to) break;
     Transaction txn(db);
     STORE_RETURN_IF_ERROR(txn.Begin());
     STORE_ASSIGN_OR_RETURN(int64_t current, db.QueryInt("PRAGMA user_version"));
@@ -289,6 +330,13 @@ absl::StatusOr<OpenedDb> OpenDatabase(const std::string& path, const StoreOption
   }
   opened.db = std::move(db);
   return opened;
+}
+
+absl::Status CreateAtSchemaVersion(const std::string& path, int version) {
+  STORE_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                         Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  STORE_RETURN_IF_ERROR(SetWritePragmas(*db, StoreOptions()));
+  return Migrate(*db, version).status();
 }
 
 }  // namespace anvil::store_internal

@@ -109,12 +109,18 @@ class Store {
   // LLM exchanges (training-data export) and the cuBLASLt algorithm cache.
   absl::StatusOr<int64_t> PutLlmExchange(const LlmExchange& exchange);
   absl::StatusOr<std::vector<LlmExchange>> ListLlmExchanges(const std::string& job_id);
+  // The cached choice tuned by `figure` ("device", "graph-hot", "graph-cold").
   absl::StatusOr<std::optional<LtAlgo>> GetLtAlgo(const v1::Problem& problem,
-                                                  const std::string& cublas_version);
+                                                  const std::string& cublas_version,
+                                                  const std::string& figure = "device");
+  // Every cached choice for the problem and version, one per figure.
+  absl::StatusOr<std::vector<LtAlgo>> GetLtAlgos(const v1::Problem& problem,
+                                                 const std::string& cublas_version);
   absl::Status PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
                          const LtAlgo& algo);
 
-  // Queries. figure: "device", "warm", "cold" or "call".
+  // Queries. figure: "graph-cold", "graph-hot", "device", "cold", "warm" or
+  // "call" (Timings says what each measures).
   // The fastest PASSED and verified measurement on the problem, with its
   // candidate and build (samples included); nullopt when there is none.
   absl::StatusOr<std::optional<v1::Kernel>> BestKernel(const v1::Problem& problem,

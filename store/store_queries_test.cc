@@ -346,5 +346,80 @@ TEST_F(StoreQueriesTest, LtAlgoCache) {
   EXPECT_EQ((*store_->GetLtAlgo(p, "13.1.0"))->algo, other);
 }
 
+// A choice tuned in one regime is kept beside the others, not in their place.
+TEST_F(StoreQueriesTest, LtAlgoCacheKeepsOneChoicePerFigure) {
+  v1::Problem p = TestProblem(1, 4096, 4096);
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'd'), 0, "device"}).ok());
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'h'), 0, "graph-hot"}).ok());
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'c'), 0, "graph-cold"}).ok());
+  EXPECT_EQ(store_->PutLtAlgo(p, "130100", {std::string(64, 'x'), 0, "fastest"}).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<LtAlgo>> all = store_->GetLtAlgos(p, "130100");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100", "graph-cold"))->algo, std::string(64, 'c'));
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100", "graph-hot"))->algo, std::string(64, 'h'));
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100"))->algo, std::string(64, 'd'));
+}
+
+// The graph figures round-trip and rank; a measurement without them (a call
+// that cannot be captured) never wins by a graph figure, and says why.
+TEST_F(StoreQueriesTest, GraphFiguresRankAndAbsentOnesNeverWin) {
+  v1::Problem p = TestProblem(1000, 1000, 1000);
+  v1::Measurement a = TestMeasurement("cand0", p, 10.0);  // graph-cold 15
+  a.set_verified(true);
+  v1::Measurement b = TestMeasurement("cand1", p, 12.0);  // graph-cold 18, but...
+  b.mutable_timings()->mutable_graph_cold()->set_median_us(14.0);  // ...faster cold
+  b.set_verified(true);
+  v1::Measurement c = TestMeasurement("cand2", p, 1.0);  // fastest by device, no graph figures
+  c.mutable_timings()->clear_graph_cold();
+  c.mutable_timings()->clear_graph_hot();
+  c.set_graph_note("candidate cannot be captured in a CUDA graph: cudaErrorStreamCaptureUnsupported");
+  c.set_verified(true);
+  std::vector<v1::Measurement> batch = {a, b, c};
+  ASSERT_TRUE(store_->PutMeasurements(batch).ok());
+  EXPECT_EQ((*store_->BestKernel(p, "graph-cold"))->candidate().id(), "cand1");
+  EXPECT_EQ((*store_->BestKernel(p, "graph-hot"))->candidate().id(), "cand0");
+  EXPECT_EQ((*store_->BestKernel(p, "device"))->candidate().id(), "cand2");
+  std::optional<v1::Kernel> best = *store_->BestKernel(p, "graph-cold");
+  EXPECT_EQ(best->measurement().timings().graph_calls_cold(), 120);
+  EXPECT_EQ(best->measurement().timings().graph_cold_sets(), 24);
+  EXPECT_EQ(best->measurement().timings().graph_cold().sample_us_size(), 5);
+  EXPECT_EQ(best->measurement().baselines(0).timings().graph_cold().median_us(), 1.6 * 12.0);
+  EXPECT_THAT((*store_->BestKernel(p, "device"))->measurement().graph_note(),
+              testing::HasSubstr("cannot be captured"));
+}
+
+// Each verified run of a winner is a runner process of its own; the kernel
+// carries the median and range of their speedups, per figure.
+TEST_F(StoreQueriesTest, KernelCarriesTheSpreadOfItsVerifiedRuns) {
+  v1::Problem p = TestProblem(2048, 2048, 2048);
+  std::vector<v1::Measurement> runs;
+  for (double base : {1.5, 1.7, 1.6}) {  // graph-cold speedups of the three runs
+    v1::Measurement m = TestMeasurement("cand4", p, 10.0);
+    for (v1::Baseline& b : *m.mutable_baselines()) {
+      b.mutable_timings()->mutable_graph_cold()->set_median_us(base * 10.0);
+    }
+    m.mutable_timings()->mutable_graph_cold()->set_median_us(10.0);
+    m.set_verified(true);
+    runs.push_back(m);
+  }
+  v1::Measurement unverified = TestMeasurement("cand4", p, 10.0);  // not a verified run
+  unverified.mutable_timings()->mutable_graph_cold()->set_median_us(1.0);
+  runs.push_back(unverified);
+  ASSERT_TRUE(store_->PutMeasurements(runs).ok());
+  std::optional<v1::Kernel> k = *store_->BestKernel(p, "graph-cold");
+  ASSERT_TRUE(k.has_value());
+  const v1::SpeedupSpread* cold = nullptr;
+  for (const v1::SpeedupSpread& s : k->spreads()) {
+    if (s.figure() == "graph-cold") cold = &s;
+  }
+  ASSERT_NE(cold, nullptr);
+  EXPECT_EQ(cold->runs(), 3);
+  EXPECT_NEAR(cold->median(), 1.6, 1e-9);
+  EXPECT_NEAR(cold->min(), 1.5, 1e-9);
+  EXPECT_NEAR(cold->max(), 1.7, 1e-9);
+}
+
 }  // namespace
 }  // namespace anvil

@@ -36,7 +36,7 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   std::erase_if(algos, [&](const v1::LtAlgo& a) {
     return a.shape().m() == tuned.shape().m() && a.shape().n() == tuned.shape().n() &&
            a.shape().k() == tuned.shape().k() && a.layout() == tuned.layout() &&
-           a.cublas_version() == tuned.cublas_version();
+           a.cublas_version() == tuned.cublas_version() && a.figure() == tuned.figure();
   });
   algos.push_back(std::move(tuned));
 }

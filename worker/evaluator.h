@@ -43,7 +43,7 @@ struct Evaluation {
 };
 
 // Puts a newly tuned choice in `algos`, in place of any earlier one for the same
-// problem and cuBLAS version (a runner uses the first that matches).
+// problem, cuBLAS version and figure (a runner uses the first that matches).
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 
 class Evaluator {

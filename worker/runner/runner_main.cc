@@ -61,24 +61,38 @@ void FillDefaults(v1::RunnerProtocol& p) {
   def([&] { return p.flush_bytes(); }, [&](int64_t v) { p.set_flush_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_extra_device_bytes(); }, [&](int64_t v) { p.set_max_extra_device_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_workspace_bytes(); }, [&](int64_t v) { p.set_max_workspace_bytes(v); }, int64_t(4) << 30);
-  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 8);
+  // Every algorithm the heuristic returns, up to 32: the fastest for a shape
+  // is not always among its first few.
+  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 32);
+  // Graph replays: 3 per regime, implementation and round, each lasting about
+  // a millisecond (at least 4 calls, at most 8192), the cold sets together
+  // over twice the L2.
+  def([&] { return p.graph_samples(); }, [&](int v) { p.set_graph_samples(v); }, 3);
+  def([&] { return p.graph_replay_us(); }, [&](double v) { p.set_graph_replay_us(v); }, 1000.0);
+  def([&] { return p.graph_max_calls(); }, [&](int v) { p.set_graph_max_calls(v); }, 8192);
+  def([&] { return p.graph_cold_l2_multiple(); }, [&](double v) { p.set_graph_cold_l2_multiple(v); }, 2.0);
   // A kernel's speed can depend on where its operands lie in device memory: on
   // the H200 a 1000^3 kernel's median moved 6% from one operand set to another,
-  // the same sets in every process (bench/NOTES.md, session 19), so one set per
-  // process is one draw. Four sets, up to 4 GiB of them.
+  // the same sets in every process, so one set per process is one draw
+  // (bench/results/2026-11-26-operand-placement-h200.md). Four sets, up to 4 GiB of them.
   def([&] { return p.operand_sets(); }, [&](int v) { p.set_operand_sets(v); }, 4);
   def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
 }
 
-const v1::LtAlgo* FindAlgo(const v1::RunnerRequest& req, const v1::Shape& s,
-                           const std::string& version) {
+// The request's cached cuBLASLt choices for this problem, by figure.
+LtCached FindAlgos(const v1::RunnerRequest& req, const v1::Shape& s, const std::string& version) {
+  LtCached out;
   for (const v1::LtAlgo& a : req.lt_algos()) {
-    if (a.shape().m() == s.m() && a.shape().n() == s.n() && a.shape().k() == s.k() &&
-        a.layout() == req.layout() && a.cublas_version() == version) {
-      return &a;
+    if (a.shape().m() != s.m() || a.shape().n() != s.n() || a.shape().k() != s.k() ||
+        a.layout() != req.layout() || a.cublas_version() != version) {
+      continue;
     }
+    const std::string& f = a.figure();
+    const v1::LtAlgo** slot = f == "graph-hot" ? &out.hot : f == "graph-cold" ? &out.cold
+                              : (f.empty() || f == "device") ? &out.device : nullptr;
+    if (slot && !*slot) *slot = &a;
   }
-  return nullptr;
+  return out;
 }
 
 int Main() {
@@ -105,6 +119,7 @@ int Main() {
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
+  ctx.l2_bytes = device->info.l2_bytes();
   ctx.seed = req.seed() ? req.seed() : uint64_t(t0.time_since_epoch().count());
   absl::StatusOr<DeviceMemory> flush = DeviceMemory::Allocate(ctx.protocol.flush_bytes());
   if (!flush.ok()) return Fail(4, std::string(flush.status().message()));
@@ -137,9 +152,9 @@ int Main() {
     auto p0 = std::chrono::steady_clock::now();
     GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
     ProblemSession session(ctx, **lib, gs);
-    std::optional<v1::LtAlgo> tuned;
+    std::vector<v1::LtAlgo> tuned;
     absl::StatusOr<v1::Measurement> m =
-        session.Run(FindAlgo(req, shape, ctx.cublas_version), &tuned);
+        session.Run(FindAlgos(req, shape, ctx.cublas_version), &tuned);
     if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
     m->set_candidate_id(req.candidate_id());
     m->mutable_problem()->set_gpu(device->info.gpu());
@@ -149,9 +164,9 @@ int Main() {
     m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch()).count());
     m->set_seconds(SecondsSince(p0));
-    if (tuned) {
+    for (const v1::LtAlgo& t : tuned) {
       v1::RunnerEvent e;
-      *e.mutable_lt_algo() = *tuned;
+      *e.mutable_lt_algo() = t;
       Emit(e);
     }
     v1::RunnerEvent e;
