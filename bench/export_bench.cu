@@ -3,8 +3,10 @@
 // of back-to-back calls in two regimes (hot: one operand set; cold: operand
 // sets rotated, together over twice the L2), the host cost per call of
 // anvil_hgemm against calling cuBLAS directly, and the library's load time.
-//   export_bench libanvil_hgemm.so manifest.csv out_dir
-// Writes out_dir/regimes.csv and out_dir/host.csv and prints a table.
+//   anvil-export-bench --lib libanvil_hgemm.so --manifest manifest.csv --out DIR
+// Writes DIR/regimes.csv, DIR/host.csv and DIR/load.csv and prints a table.
+// The library is opened with dlopen (its load time is a figure); the header
+// is the package's, export/package/include/anvil_hgemm.h.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -20,6 +22,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "anvil_hgemm.h"
 
@@ -184,10 +188,15 @@ double HostNs(const std::function<void()>& call, cudaStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) { std::fprintf(stderr, "usage: export_bench lib.so manifest.csv out_dir\n"); return 2; }
+  CLI::App app{"an exported kernel package against cuBLAS/cuBLASLt: graph regimes, host cost, load time"};
+  std::string lib_path, manifest, out;
+  app.add_option("--lib", lib_path, "libanvil_hgemm.so of the package's build")->required();
+  app.add_option("--manifest", manifest, "the package's manifest.csv")->required();
+  app.add_option("--out", out, "folder for regimes.csv, host.csv, load.csv")->required();
+  CLI11_PARSE(app, argc, argv);
   CK(cudaFree(nullptr));  // the CUDA context is not part of the library's load time
   auto t0 = Clock::now();
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   auto t1 = Clock::now();
   if (lib == nullptr) { std::fprintf(stderr, "%s\n", dlerror()); return 1; }
   g_hgemm = reinterpret_cast<HgemmFn>(dlsym(lib, "anvil_hgemm"));
@@ -211,12 +220,11 @@ int main(int argc, char** argv) {
   cublasSetStream(blas, s);
   cublasSetWorkspace(blas, ws, ws_bytes);
 
-  const std::string out = argv[3];
   FILE* csv = std::fopen((out + "/regimes.csv").c_str(), "w");
   std::fprintf(csv, "m,n,k,layout,path,kernel,regime,sets,anvil_us,cublas_us,cublaslt_us,best_baseline_us,ratio,manifest_speedup\n");
   std::printf("%-20s %-3s %-8s %-5s %10s %10s %10s %7s %8s\n", "shape", "lay", "path", "reg", "anvil us", "cublas us", "lt us", "ratio", "manifest");
   double worst = 1e9;
-  for (const Row& r : ReadManifest(argv[2])) {
+  for (const Row& r : ReadManifest(manifest.c_str())) {
     const size_t set_bytes = (size_t(r.m) * r.k + size_t(r.n) * r.k + size_t(r.m) * r.n) * 2;
     const int cold_sets = std::max<int>(2, static_cast<int>(2 * size_t(prop.l2CacheSize) / set_bytes) + 1);
     Operands o = Allocate(r, cold_sets);

@@ -128,12 +128,17 @@ absl::Status Assign(Store& store, const std::vector<v1::Problem>& problems,
       s.kernel = by_id[c.id()];
       continue;
     }
-    absl::StatusOr<std::optional<LtAlgo>> lt =
-        store.GetLtAlgo(problems[i], std::to_string(spec->cublas));
-    if (!lt.ok()) return lt.status();
-    if (lt->has_value() && (*lt)->algo.size() == 64) {
-      s.path = "cublaslt";
-      s.lt_algo = (*lt)->algo;
+    // The choice tuned in the deployment regime first (cold), then the others.
+    for (const char* figure : {"graph-cold", "graph-hot", "device"}) {
+      absl::StatusOr<std::optional<LtAlgo>> lt =
+          store.GetLtAlgo(problems[i], std::to_string(spec->cublas), figure);
+      if (!lt.ok()) return lt.status();
+      if (lt->has_value() && (*lt)->algo.size() == 64) {
+        s.path = "cublaslt";
+        s.lt_algo = (*lt)->algo;
+        s.lt_figure = figure;
+        break;
+      }
     }
   }
   // Kernels sorted by symbol; shape indexes follow.

@@ -44,7 +44,7 @@ class ExportTest : public ::testing::Test {
     Win(nt_, TestProblem(64, 64, 64, v1::LAYOUT_NT, kGpu), {1.10, 1.10}, 1.00);
     Win(nt_, TestProblem(256, 128, 64, v1::LAYOUT_NT, "H200"), {1.2, 1.2});
     ASSERT_TRUE(store_->PutLtAlgo(TestProblem(512, 512, 512, v1::LAYOUT_NT, kGpu), "130100",
-                                  LtAlgo{std::string(64, '\x07'), 0}).ok());
+                                  LtAlgo{std::string(64, '\x07'), 0, "graph-cold"}).ok());
   }
   // Three verified re-measurements at `speedups` (hot, cold); the last one's
   // cold speedup is `last_cold` when given.

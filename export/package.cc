@@ -153,7 +153,7 @@ Json ShapeJson(const PackageSpec& spec, const PackageShape& s) {
     j["workspace_bytes"] = s.figures->workspace_bytes;
     j["measured"] = Date(s.figures->measured_unix_ms);
   }
-  if (!s.lt_algo.empty()) j["lt_algo"] = "tuned";
+  if (!s.lt_algo.empty()) j["lt_algo"] = "tuned by " + s.lt_figure;
   if (!s.reason.empty()) j["reason"] = s.reason;
   return j;
 }

@@ -34,6 +34,7 @@ struct PackageShape {
   std::string path;     // "kernel", "cublaslt" or "cublas"
   int kernel = -1;      // index into PackageSpec::kernels when path == "kernel"
   std::string lt_algo;  // tuned cuBLASLt algorithm (64 bytes), empty when none
+  std::string lt_figure;  // the figure it was tuned by, e.g. "graph-cold"
   std::optional<WinnerFigures> figures;  // the stored winner's figures, when there is one
   std::string winner;   // the stored winner's display name (shipped or not)
   std::string reason;   // why no kernel serves it

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "proto/figures.h"
 
 namespace anvil::exporter {
 namespace {
@@ -78,43 +79,53 @@ RegimeFigures Summarise(const std::vector<Point>& points, Regime regime) {
 
 const char* RegimeName(Regime regime) { return regime == Regime::kHot ? "hot" : "cold"; }
 
-// Until the graph-replay figures exist, hot is back-to-back calls on one
-// operand set and cold is one call after an L2 flush.
-const char* RegimeFigure(Regime regime) { return regime == Regime::kHot ? "warm" : "cold"; }
+// The deployment figures: CUDA-graph replay, one operand set (hot) or sets
+// rotated past twice the L2 (cold); proto/figures.h reads them.
+const char* RegimeFigure(Regime regime) {
+  return regime == Regime::kHot ? "graph-hot" : "graph-cold";
+}
 
 const v1::TimingStats& RegimeStats(const v1::Timings& timings, Regime regime) {
-  return regime == Regime::kHot ? timings.warm() : timings.cold();
+  const v1::TimingStats* s = FigureStats(timings, RegimeFigure(regime));
+  return s != nullptr ? *s : v1::TimingStats::default_instance();
 }
 
 v1::TimingStats* MutableRegimeStats(v1::Timings* timings, Regime regime) {
-  return regime == Regime::kHot ? timings->mutable_warm() : timings->mutable_cold();
+  return regime == Regime::kHot ? timings->mutable_graph_hot() : timings->mutable_graph_cold();
 }
 
 absl::StatusOr<WinnerFigures> FiguresOf(Store& store, const v1::Problem& problem,
                                         const std::string& candidate_id) {
   absl::StatusOr<std::vector<StoredMeasurement>> history = store.SearchHistory(problem);
   if (!history.ok()) return history.status();
-  std::vector<Point> hot, cold;
+  std::vector<const v1::Measurement*> runs;  // verified, with both graph figures
   WinnerFigures w;
   for (const StoredMeasurement& s : *history) {
     const v1::Measurement& m = s.measurement;
-    if (m.candidate_id() != candidate_id || m.verdict() != v1::VERDICT_PASSED || !m.verified()) {
-      continue;
+    if (m.candidate_id() == candidate_id && m.verdict() == v1::VERDICT_PASSED && m.verified()) {
+      runs.push_back(&m);
     }
+  }
+  for (const v1::Measurement* m : runs) {  // the newest runs' versions
+    if (m->measured_at_unix_ms() >= w.measured_unix_ms) {
+      w.measured_unix_ms = m->measured_at_unix_ms();
+      w.versions = m->versions();
+    }
+  }
+  std::vector<Point> hot, cold;
+  for (const v1::Measurement* run : runs) {
+    const v1::Measurement& m = *run;
+    if (m.versions() != w.versions) continue;  // figures from other libraries do not mix
     Point h, c;
     if (!PointOf(m, Regime::kHot, &h) || !PointOf(m, Regime::kCold, &c)) continue;
     hot.push_back(h);
     cold.push_back(c);
-    if (m.measured_at_unix_ms() >= w.measured_unix_ms) {
-      w.measured_unix_ms = m.measured_at_unix_ms();
-      w.versions = m.versions();
-      w.workspace_bytes = m.workspace_bytes();
-    }
+    w.workspace_bytes = std::max(w.workspace_bytes, m.workspace_bytes());
   }
   if (hot.empty()) {
     return absl::NotFoundError(absl::StrCat("candidate ", candidate_id.substr(0, 8),
-                                            " has no verified measurement with hot and cold "
-                                            "figures"));
+                                            " has no verified measurement with graph-hot and "
+                                            "graph-cold figures"));
   }
   w.hot = Summarise(hot, Regime::kHot);
   w.cold = Summarise(cold, Regime::kCold);

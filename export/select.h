@@ -20,7 +20,7 @@ namespace anvil::exporter {
 
 // The two regimes the library is judged in.
 enum class Regime { kHot, kCold };
-const char* RegimeName(Regime regime);          // "hot", "cold"
+const char* RegimeName(Regime regime);  // "hot", "cold"
 // The store figure that measures `regime` (what BestKernel ranks by).
 const char* RegimeFigure(Regime regime);
 // The stats of `regime` inside a measurement's timings (candidate or baseline).
@@ -48,7 +48,8 @@ struct WinnerFigures {
 };
 
 // The figures of `candidate_id` on `problem` from its verified PASSED
-// measurements. NotFound when it has none with figures in both regimes.
+// measurements taken with the newest ones' versions (CUDA, driver, cuBLAS).
+// NotFound when it has none with figures in both regimes.
 absl::StatusOr<WinnerFigures> FiguresOf(Store& store, const v1::Problem& problem,
                                         const std::string& candidate_id);
 

@@ -2,7 +2,7 @@
 graphs: for every kernel shape of the manifest, anvil_hgemm.linear (nt) or
 .matmul (nn) is captured in torch.cuda.graph, replayed, checked against torch
 and timed against torch's own call captured the same way.
-    python3 bench/export_torch.py PKG_DIR LIB OUT_CSV
+    python3 bench/scripts/export_torch.py PKG_DIR LIB OUT_CSV
 Prints a table; exits 0 with a message when torch is not installed."""
 import csv
 import os
