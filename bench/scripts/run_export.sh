@@ -12,18 +12,20 @@
 #   load.csv     dlopen and first anvil_hgemm_init of libanvil_hgemm.so
 #   torch.csv    the Python module inside captured torch.cuda graphs (skipped without torch)
 # Usage: bench/scripts/run_export.sh OUT
-#   DB=bench/state/2026-11-22-dev-search-h100.db.xz GPU=H100-80GB-HBM3 SHAPES=bench/configs/dev_shapes.txt
+#   DB=STORE (required unless PKG): a store whose winners have graph-replay figures, e.g.
+#      the regimes.db that bench/scripts/run_regimes.sh leaves in its OUT (stores from before
+#      graph timing have none: every shape would go to the vendor, and export says so)
+#   GPU=H100-80GB-HBM3 SHAPES=bench/configs/dev_shapes.txt
 #   PKG=DIR: an exported package instead of exporting from DB
 # Needs CMake >= 3.24 and nvcc on the node (the package is built there).
 . "$(dirname "${BASH_SOURCE[0]}")/node.sh" "$1" || exit 2
 set -e
-DB=${DB:-$BENCH/state/2026-11-22-dev-search-h100.db.xz}
 GPU=${GPU:-H100-80GB-HBM3}
 SHAPES=${SHAPES:-$BENCH/configs/dev_shapes.txt}
 CUTLASS=${ANVIL_CUTLASS_DIR:-$BENCH/../third_party/cutlass}
 NVCC=${ANVIL_TEST_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ -z "${PKG:-}" ]; then
-  PKG=$OUT/pkg STORE=$DB
+  PKG=$OUT/pkg STORE=${DB:?set DB to a store with graph-regime winners, or PKG to a package}
   if [[ "$DB" == *.xz ]]; then STORE=$OUT/store.db; xz -dc "$DB" > "$STORE"; fi
   "$ANVIL" --db "$STORE" export --gpu "$GPU" --problems "$SHAPES" --out "$PKG" | tee "$OUT/export.txt"
 fi
