@@ -57,6 +57,14 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a);
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
 int RunDoctor(const Globals& g);
+
+struct ExportArgs {
+  std::string gpu;            // --gpu: the device model, as `anvil kernels` names it
+  std::string problems_file;  // --problems FILE ("M N K layout" lines); empty: every winner
+  std::string out_dir;        // --out DIR
+  double margin = 0.02;       // --margin: required win over the best baseline in both regimes
+};
+int RunExport(const Globals& g, const ExportArgs& a);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
 
 }  // namespace anvil::cli

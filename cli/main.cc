@@ -57,10 +57,16 @@ int main(int argc, char** argv) {
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
-  CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
+  ExportArgs ex;
+  CLI::App* xport = app.add_subcommand("export", "write the kernel package (library, manifest, CMake, Python) for one GPU");
+  xport->add_option("--gpu", ex.gpu, "device model, as `anvil kernels` names it")->required();
+  xport->add_option("--problems", ex.problems_file, "file of 'M N K layout' lines (default: every winner)");
+  xport->add_option("--out", ex.out_dir, "package directory (a previous export there is replaced)")->required();
+  xport->add_option("--margin", ex.margin, "required win over the best baseline in both regimes (default 0.02)")
+      ->check(CLI::Range(0.0, 0.99));
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
   CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
-  for (CLI::App* sub : {xport, serve, worker}) sub->allow_extras();
+  for (CLI::App* sub : {serve, worker}) sub->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -74,7 +80,7 @@ int main(int argc, char** argv) {
   if (*eval) return RunEval(g, ev);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
-  if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
+  if (*xport) return RunExport(g, ex);
   if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");
   if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
   return kUsage;
