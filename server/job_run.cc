@@ -205,14 +205,15 @@ absl::Status JobRun::Refill() {
 }
 
 // The least-served problem a pending proposal would still be measured on
-// (its candidates in this job); proposals for no active problem come first
+// (its candidates in this job, and in the round being picked); proposals for no active problem come first
 // (they are skipped at once).
 int JobRun::ServedKey(const Pending& pending) const {
   int key = std::numeric_limits<int>::max();
   for (int p : pending.proposal.problems) {
     if (p < 0 || p >= static_cast<int>(problems_.size())) continue;
     if (!problems_[p].active && !pending.proposal.recheck) continue;
-    key = std::min(key, problems_[p].tried_this_job);
+    const int load = p < static_cast<int>(round_load_.size()) ? round_load_[p] : 0;
+    key = std::min(key, problems_[p].tried_this_job + load);
   }
   return key == std::numeric_limits<int>::max() ? -1 : key;
 }
@@ -243,6 +244,7 @@ std::vector<JobRun::Pending> JobRun::PickRound() {
   std::vector<ProposerUsage> usage = usage_;
   const size_t n = keyed_ ? static_cast<size_t>(std::max(1, options_.build_chunk)) : 1;
   std::vector<Pending> out;
+  round_load_.assign(problems_.size(), 0);  // what this round gives each problem so far
   while (out.size() < n) {
     std::vector<bool> empty(names.size());
     for (size_t i = 0; i < names.size(); ++i) empty[i] = pending_count_[i] == 0;
@@ -251,8 +253,12 @@ std::vector<JobRun::Pending> JobRun::PickRound() {
     std::optional<Pending> p = TakeNext(i);
     if (!p) break;
     usage[i].gpu_seconds += static_cast<double>(p->proposal.problems.size());
+    for (int q : p->proposal.problems) {
+      if (q >= 0 && q < static_cast<int>(round_load_.size())) ++round_load_[q];
+    }
     out.push_back(std::move(*p));
   }
+  round_load_.clear();
   planned_.assign(problems_.size(), 0);
   planned_pairs_.clear();
   return out;

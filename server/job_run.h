@@ -102,6 +102,7 @@ class JobRun {
   std::vector<ProblemState> state_;
   bool keyed_ = false;                    // problems carry the GPU
   std::vector<Pending> pool_;
+  std::vector<int> round_load_;           // [problem]: proposals picked for it this round
   std::vector<int> planned_;              // [problem]: measurements in the round being planned
   std::set<std::pair<std::string, int>> planned_pairs_;  // (candidate, problem) in that round
   int64_t seq_ = 0;
