@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -15,6 +17,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool Passed(const v1::Measurement& m) { return m.verdict() == v1::VERDICT_PASSED; }
+
+// The cuBLAS version a runner reported ("... cublas=130100 ..."), as the
+// runner keys its tuned cuBLASLt choices.
+std::string CublasVersion(const v1::RunnerInfo& info) {
+  for (absl::string_view part : absl::StrSplit(info.versions(), ' ')) {
+    if (absl::ConsumePrefix(&part, "cublas=")) return std::string(part);
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -414,6 +425,7 @@ absl::Status JobRun::MeasureRound(Round& r) {
     req.build = *o.build;
     req.recheck = o.proposal.recheck;
     for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
+    req.known_lt_algos = StoredLtAlgos(o.measured_on);
     std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure({req});
     if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
     if (!results[0].ok()) return results[0].status();
@@ -428,6 +440,30 @@ absl::Status JobRun::MeasureRound(Round& r) {
     if (absl::Status st = Finish(one, std::move(results[0]->tuned), false); !st.ok()) return st;
   }
   return Finish(rest, {}, true);
+}
+
+// The store's cuBLASLt choices for these problems, each problem's once per
+// run, marked retune: the first runner tunes again with it among the
+// contenders, and the winner replaces it (a choice that once lost to noise
+// does not stay for good).
+std::vector<v1::LtAlgo> JobRun::StoredLtAlgos(const std::vector<int>& problems) {
+  std::vector<v1::LtAlgo> out;
+  const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  if (!device || !keyed_) return out;
+  const std::string version = CublasVersion(*device);
+  for (int p : problems) {
+    if (!lt_looked_up_.insert(p).second) continue;
+    absl::StatusOr<std::optional<LtAlgo>> stored = options_.store->GetLtAlgo(problems_[p].problem, version);
+    if (!stored.ok() || !*stored) continue;
+    v1::LtAlgo& a = out.emplace_back();
+    *a.mutable_shape() = problems_[p].spec.shape;
+    a.set_layout(problems_[p].spec.layout);
+    a.set_algo((*stored)->algo);
+    a.set_cublas_version(version);
+    a.set_gpu(device->gpu());
+    a.set_retune(true);
+  }
+  return out;
 }
 
 // Forgets a round's in-flight bookkeeping (picked, not yet observed).

@@ -93,6 +93,7 @@ class JobRun {
   absl::Status MeasureRound(Round& r);
   void Release(const std::vector<Observation>& round);
   int PlannedOn(int p) const;
+  std::vector<v1::LtAlgo> StoredLtAlgos(const std::vector<int>& problems);
   absl::Status Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned, bool checkpoint);
   void Account(const std::vector<Observation>& round);
   void UpdateStatus(int p);
@@ -120,6 +121,7 @@ class JobRun {
   std::set<std::pair<std::string, int>> planned_pairs_;
   std::vector<int> in_flight_;            // [proposer]: proposals picked, not yet observed
   std::map<std::string, v1::Build> built_;  // passed builds of this run, by candidate id
+  std::set<int> lt_looked_up_;            // problems whose stored cuBLASLt choice was sent
   int64_t seq_ = 0;
   std::vector<ProposerUsage> usage_;
   std::vector<int> pending_count_;        // [proposer]

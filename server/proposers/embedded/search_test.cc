@@ -1,6 +1,7 @@
-// The search's logic on a test double of the GPU worker: stages, compile once
-// measure many, resume from the store, verification and its fallback. The
-// real worker and GPU are exercised by the device runs (bench/).
+// The search's logic (the embedded proposer, run by a JobService) on a test
+// double of the evaluator: stages, compile once measure many, resume from the
+// store, verification and its fallback. The real evaluator and GPU are
+// exercised by the device runs (bench/).
 #include "server/proposers/embedded/search.h"
 
 #include <gtest/gtest.h>
@@ -22,11 +23,12 @@
 namespace anvil {
 namespace {
 
-// Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
-// to compile), "measures" with a fixed synthetic time per configuration and
-// shape, and stores like the real one. Each measured shape advances its clock
-// by one second; builds take no time on it (the search builds while it
-// measures). BuildAll may run on another thread than Measure, as on the real one.
+// Test double of the evaluator: "builds" instantly (BM=64 with BN=256 fails
+// to compile) and "measures" with a fixed synthetic time per configuration and
+// shape; the coordinator stores what it returns. Each measured shape advances
+// its clock by one second; builds take no time on it (the coordinator builds
+// while it measures). Build runs on another thread than Measure, as with the
+// real one.
 class FakeGpuWorkerForTest : public CandidateEvaluator {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
@@ -616,9 +618,7 @@ TEST_F(SearchTest, StagesBeforeEvolveLeaveItsShareOfTheBudget) {
     for (const v1::ProblemProgress& p : r->problems) EXPECT_FALSE(p.best_candidate_id().empty());
     return n;
   };
-  std::vector<std::string> dbg;
-  EXPECT_EQ(evolve_measurements(0, &dbg), 0);  // evolve starved
-  for (const std::string& l : dbg) std::cerr << "DBG " << l << "\n";
+  EXPECT_EQ(evolve_measurements(0, nullptr), 0);  // evolve starved
   std::vector<std::string> lines;
   EXPECT_GE(evolve_measurements(0.4, &lines), 3);
   bool said = false;
