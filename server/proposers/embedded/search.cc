@@ -656,7 +656,7 @@ class Search {
       if (options_.figure != "device") {
         // Rows from before the job's figure existed rank by device time.
         absl::StatusOr<ExemplarSet> dev =
-            store_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
+            history_.Exemplars(there, "device", 4 * options_.transfer_per_problem);
         if (!dev.ok()) return dev.status();
         fastest.insert(fastest.end(), dev->fastest.begin(), dev->fastest.end());
       }
