@@ -19,7 +19,6 @@ DB=${DB:-bench/state/search.db}
 mkdir -p /opt/anvil "$OUT" "$(dirname "$DB")" && tar -C /opt/anvil -xzf build/bundle/anvil-bundle.tar.gz
 B=/opt/anvil/anvil
 export ANVIL_CACHE=/var/tmp/anvil-cache; mkdir -p $ANVIL_CACHE; chmod 755 $ANVIL_CACHE
-here=$B; source $B/libexec/anvil-env.sh   # bundle paths for the programs under libexec/
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > $OUT/gpu.txt
 if [ "${BUILD_BENCH:-0}" = 1 ]; then
   timeout 400 $B/libexec/bench/anvil-build-bench --configs 16 --jobs 1,2,4,8,16 > $OUT/build_bench.txt 2>&1

@@ -31,6 +31,9 @@ void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
                                  k.registers(), k.shared_bytes(), k.stack_frame_bytes(),
                                  k.spill_store_bytes(), k.spill_load_bytes(), k.kernel());
   }
+  if (b.verdict() != v1::VERDICT_PASSED) {
+    std::cout << "verdict    " << v1::Verdict_Name(b.verdict()) << "\n";
+  }
   if (!b.error().empty()) std::cout << b.error();
 }
 
@@ -71,6 +74,10 @@ void PrintMeasurement(const v1::Measurement& m) {
   std::cout << "verdict    " << v1::Verdict_Name(m.verdict());
   if (!m.reason().empty()) std::cout << " " << m.reason() << ": " << m.detail();
   std::cout << "\n";
+  if (m.time_limit_s() > 0) {
+    std::cout << absl::StrFormat("limits     %.3g s for this problem (%s), output cap %d KiB\n",
+                                 m.time_limit_s(), m.time_limit_basis(), m.output_cap_bytes() / 1024);
+  }
   if (m.verdict() != v1::VERDICT_PASSED) return;
   std::cout << absl::StrFormat("  %-20s %9s %9s %9s %9s %9s   %s\n", "us (median)", "device", "cold",
                                "warm", "call", "first", "rel_err");
@@ -113,6 +120,28 @@ absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
   return c;
 }
 
+// Prints the outcome (one JSON line per problem with --json, or one for the
+// build when it failed) and returns kCandidateFailed unless everything PASSED.
+int PrintOutcome(const Globals& g, const v1::Candidate& c, const CandidateOutcome& out) {
+  bool failed = out.build.verdict() != v1::VERDICT_PASSED;
+  v1::Kernel k;
+  *k.mutable_candidate() = c;
+  k.mutable_candidate()->clear_source();
+  *k.mutable_build() = out.build;
+  for (const v1::Measurement& m : out.measurements) {
+    failed |= m.verdict() != v1::VERDICT_PASSED;
+    if (!g.json) {
+      PrintMeasurement(m);
+      continue;
+    }
+    *k.mutable_measurement() = m;  // one JSON line per problem
+    std::cout << ToJson(k) << "\n";
+  }
+  if (g.json && out.measurements.empty()) std::cout << ToJson(k) << "\n";
+  if (failed && !g.json) std::cout << "the candidate failed (exit " << kCandidateFailed << ")\n";
+  return failed ? kCandidateFailed : kOk;
+}
+
 }  // namespace
 
 int RunEval(const Globals& g, const EvalArgs& a) {
@@ -131,6 +160,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     store = std::move(*s);
   }
   LocalWorkerOptions options;
+  options.allow_no_isolation = g.allow_no_isolation;
   options.protocol.set_rounds(a.rounds);
   options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
@@ -144,22 +174,10 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     std::cerr << "anvil: built, but cannot measure: " << why << ". " << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
+  // A failed build is measured on nothing; Measure still stores it (--db).
   absl::StatusOr<CandidateOutcome> out = (*worker)->Measure(*c, *builds[0], shapes, store.get(), std::nullopt);
   if (!out.ok()) return Report(out.status(), kFailed);
-  for (const v1::Measurement& m : out->measurements) {
-    if (!g.json) {
-      PrintMeasurement(m);
-      continue;
-    }
-    v1::Kernel k;  // one JSON line per problem
-    *k.mutable_candidate() = *c;
-    k.mutable_candidate()->clear_source();
-    *k.mutable_build() = out->build;
-    *k.mutable_measurement() = m;
-    std::cout << ToJson(k) << "\n";
-  }
-  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(out->build.verdict()) << "\"}}\n";
-  return kOk;
+  return PrintOutcome(g, *c, *out);
 }
 
 }  // namespace anvil::cli

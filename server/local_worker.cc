@@ -6,6 +6,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "proto/problem.h"
+#include "sandbox/sandbox.h"
+#include "worker/build_cache.h"
 
 namespace anvil {
 namespace {
@@ -19,19 +21,43 @@ std::string CublasVersion(const v1::RunnerInfo& info) {
   return "";
 }
 
-std::string DefaultCacheDir() {
-  if (const char* c = std::getenv("ANVIL_CACHE")) return c;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return absl::StrCat(xdg, "/anvil/builds");
-  if (const char* home = std::getenv("HOME")) return absl::StrCat(home, "/.cache/anvil/builds");
-  return "/tmp/anvil-builds";
+sandbox::Isolation IsolationFor(const LocalWorkerOptions& o) {
+  return o.allow_no_isolation ? sandbox::Isolation::kAuto : sandbox::Isolation::kNamespaces;
 }
 
 }  // namespace
 
+absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache_dir,
+                            bool allow_no_isolation) {
+  const sandbox::Capabilities& caps = sandbox::Probe();
+  if (!caps.namespaces && !allow_no_isolation) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "namespace isolation is not available here (", caps.why_not,
+        "), and Anvil does not build or run untrusted kernels without it. Fix the cause "
+        "(`anvil doctor` shows it), or pass --allow-no-isolation (or set "
+        "ANVIL_ALLOW_NO_ISOLATION=1) to run them with process-level protections only: no "
+        "private filesystem, network or pid namespace"));
+  }
+  for (const auto& [what, path] : std::vector<std::pair<std::string, std::string>>{
+           {"the runner", toolchain.runner}, {"the CUTLASS headers", toolchain.cutlass_dir},
+           {"the CUDA toolkit", toolchain.cuda_root}, {"bubblewrap", caps.bwrap_path}}) {
+    if (path.empty()) continue;
+    if (absl::Status s = sandbox::CheckReachableByJobs(path + "/."); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, ": ", s.message(), ". An unpacked bundle must lie where every user can search "
+          "(e.g. unpack it under /opt), since jobs run as uid ", sandbox::DefaultJobUid()));
+    }
+  }
+  return PrepareBuildCacheDir(cache_dir.empty() ? DefaultBuildCacheDir() : cache_dir);
+}
+
 absl::StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Create(LocalWorkerOptions options) {
   absl::StatusOr<Toolchain> t = Toolchain::Find();
   if (!t.ok()) return t.status();
-  if (options.cache_dir.empty()) options.cache_dir = DefaultCacheDir();
+  if (options.cache_dir.empty()) options.cache_dir = DefaultBuildCacheDir();
+  if (absl::Status s = CheckNodeReady(*t, options.cache_dir, options.allow_no_isolation); !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<LocalWorker>(new LocalWorker(*t, std::move(options)));
 }
 
@@ -42,7 +68,7 @@ LocalWorker::LocalWorker(Toolchain toolchain, LocalWorkerOptions options)
         b.toolchain = toolchain;
         b.cache_dir = options.cache_dir;
         b.jobs = options.build_jobs;
-        b.isolate = options.isolate;
+        b.isolation = IsolationFor(options);
         return b;
       }()),
       evaluator_([&] {
@@ -50,7 +76,7 @@ LocalWorker::LocalWorker(Toolchain toolchain, LocalWorkerOptions options)
         e.toolchain = toolchain;
         e.device = options.device;
         e.protocol = options.protocol;
-        e.isolate = options.isolate;
+        e.isolation = IsolationFor(options);
         return e;
       }()) {}
 

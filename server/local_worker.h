@@ -22,11 +22,14 @@
 namespace anvil {
 
 struct LocalWorkerOptions {
-  std::string cache_dir;           // build cache; empty: $ANVIL_CACHE or ~/.cache/anvil/builds
+  std::string cache_dir;           // build cache; empty: DefaultBuildCacheDir()
   int build_jobs = 2;              // parallel nvcc processes
   int device = 0;                  // CUDA ordinal
   v1::RunnerProtocol protocol;     // zero fields: runner defaults
-  bool isolate = true;             // namespaces where the node allows
+  // Untrusted builds and runs need namespace isolation: Create fails where
+  // the node refuses it, unless this is set (--allow-no-isolation), in which
+  // case they run with process-level protections only (SANDBOX.md).
+  bool allow_no_isolation = false;
 };
 
 struct CandidateOutcome {
@@ -57,8 +60,17 @@ class KernelWorker {
   virtual const std::optional<v1::RunnerInfo>& runner_info() const = 0;
 };
 
+// Whether this node can run untrusted work as `options` ask, checked before
+// any is started: namespace isolation (or allow_no_isolation), and that the
+// sandbox's uid can reach the runner, the CUTLASS headers, the CUDA toolkit
+// and the build cache (created here). FailedPrecondition says what and how
+// to fix it. `cache_dir` empty: DefaultBuildCacheDir().
+absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache_dir,
+                            bool allow_no_isolation);
+
 class LocalWorker : public KernelWorker {
  public:
+  // Fails (FailedPrecondition) where CheckNodeReady does.
   static absl::StatusOr<std::unique_ptr<LocalWorker>> Create(LocalWorkerOptions options);
 
   std::vector<absl::StatusOr<v1::Build>> BuildAll(

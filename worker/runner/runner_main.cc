@@ -70,6 +70,29 @@ void FillDefaults(v1::RunnerProtocol& p) {
   def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
 }
 
+// Calls of one implementation a problem makes at most after its ProblemStart:
+// warm-up, the timing rounds, and the correctness, timed-output and graph
+// checks (kCheckCalls). The worker scales the problem's time limit with it:
+// keep it an upper bound when the timing protocol changes.
+int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p) {
+  constexpr int64_t kCheckCalls = 64;
+  return p.warmup_calls() + int64_t(p.rounds()) * (p.device_samples() + p.cold_samples() +
+                                                   p.warm_calls() + p.call_samples()) + kCheckCalls;
+}
+
+void EmitProblemStart(const v1::Shape& shape, const v1::RunnerProtocol& p, double reference_us,
+                      int baselines) {
+  const int64_t calls = PlannedCallsPerImplementation(p);
+  v1::RunnerEvent e;
+  v1::ProblemStart* s = e.mutable_problem_start();
+  *s->mutable_shape() = shape;
+  s->set_reference_call_us(reference_us);
+  s->set_candidate_calls(calls);
+  s->set_baseline_calls(calls * baselines);
+  s->set_warmup_seconds((1 + baselines) * p.warmup_ms() / 1e3);
+  Emit(e);
+}
+
 const v1::LtAlgo* FindAlgo(const v1::RunnerRequest& req, const v1::Shape& s,
                            const std::string& version) {
   for (const v1::LtAlgo& a : req.lt_algos()) {
@@ -136,6 +159,9 @@ int Main() {
   for (const v1::Shape& shape : req.shapes()) {
     auto p0 = std::chrono::steady_clock::now();
     GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+    ctx.on_problem_start = [&](double reference_us, int baselines) {
+      EmitProblemStart(shape, ctx.protocol, reference_us, baselines);
+    };
     ProblemSession session(ctx, **lib, gs);
     std::optional<v1::LtAlgo> tuned;
     absl::StatusOr<v1::Measurement> m =

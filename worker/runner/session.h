@@ -13,6 +13,7 @@
 #define ANVIL_WORKER_RUNNER_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,11 @@ struct RunnerContext {
   int sm_count = 0;
   uint64_t seed = 0;
   DeviceMemory flush;           // protocol.flush_bytes, written to evict L2
+  // Called once per problem, after the baselines are set up and before the
+  // candidate's first call, with the slowest baseline's call time (us; 0
+  // without baselines) and the number of baselines: the worker scales the
+  // problem's time limit with them.
+  std::function<void(double reference_call_us, int baselines)> on_problem_start;
 };
 
 // Threads of this process now (host threads a candidate starts show here).
@@ -77,6 +83,8 @@ class ProblemSession {
   absl::Status Allocate();
   absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
   absl::Status Regenerate();
+  // Host time of one call plus a device sync of the slowest baseline (us).
+  absl::StatusOr<double> SlowestBaselineCallUs();
   // Operand set k (modulo the number of sets) becomes the current one.
   void UseOperandSet(size_t k) { set_ = k % sets_.size(); }
   // The current operand set.
