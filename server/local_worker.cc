@@ -38,14 +38,21 @@ absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache
         "ANVIL_ALLOW_NO_ISOLATION=1) to run them with process-level protections only: no "
         "private filesystem, network or pid namespace"));
   }
-  for (const auto& [what, path] : std::vector<std::pair<std::string, std::string>>{
-           {"the runner", toolchain.runner}, {"the CUTLASS headers", toolchain.cutlass_dir},
-           {"the CUDA toolkit", toolchain.cuda_root}, {"bubblewrap", caps.bwrap_path}}) {
-    if (path.empty()) continue;
-    if (absl::Status s = sandbox::CheckReachableByJobs(path + "/."); !s.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          what, ": ", s.message(), ". An unpacked bundle must lie where every user can search "
-          "(e.g. unpack it under /opt), since jobs run as uid ", sandbox::DefaultJobUid()));
+  const std::string bundle_fix = absl::StrCat(
+      ". Jobs run as uid ", sandbox::DefaultJobUid(),
+      ": unpack the bundle where every user can search, e.g. under /opt");
+  struct Needed {
+    std::string what, path, fix;
+  };
+  for (const Needed& n : std::vector<Needed>{
+           {"the runner", toolchain.runner, bundle_fix},
+           {"the CUTLASS headers", toolchain.cutlass_dir, bundle_fix},
+           {"bubblewrap", caps.bwrap_path, bundle_fix},
+           {"the CUDA toolkit", toolchain.cuda_root, ""},
+           {"the scratch directories' parent", BuilderOptions().scratch_dir, ""}}) {
+    if (n.path.empty()) continue;
+    if (absl::Status s = sandbox::CheckReachableByJobs(n.path + "/."); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(n.what, ": ", s.message(), n.fix));
     }
   }
   return PrepareBuildCacheDir(cache_dir.empty() ? DefaultBuildCacheDir() : cache_dir);

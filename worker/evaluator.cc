@@ -112,6 +112,14 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
   watch.Finish();
   Attempt a;
   a.result = *run;
+  Collect(watch, &a);
+  return a;
+}
+
+// The runner's events into `a`; each measurement with the limits it ran under.
+void Evaluator::Collect(const RunnerWatch& watch, Attempt* out) {
+  Attempt& a = *out;
+  const RunnerLimits& limits = options_.limits;
   a.limit_s = watch.current_limit_s();
   a.limit_basis = watch.current_basis();
   size_t measured = 0;
@@ -134,7 +142,6 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
       ceilings_ = e.ceilings();
     }
   }
-  return a;
 }
 
 absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,

@@ -67,6 +67,7 @@ class Evaluator {
  private:
   struct Attempt;
   absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request);
+  void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   mutable absl::Mutex mu_;
   std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
