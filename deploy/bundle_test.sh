@@ -11,6 +11,7 @@
 #   anvil eval of a source the policy refuses: REJECTED with the include and
 #     its line, exit 5 (the candidate failed), text and --json, and the
 #     candidate and its build stored with --db.
+# Exit 77 (skipped) where the machine refuses user namespaces altogether.
 #   deploy/bundle_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 SRC=$(realpath "$1") BUILD=$(realpath "$2")
@@ -58,6 +59,11 @@ check_identity() {
   echo "== as $who (HOME $home, mode 0700)"
   local doc
   doc=$(as "$who" "$home" "$A/bin/anvil" doctor --json) || fail "$who: doctor exit $?"
+  if [ "$(echo "$doc" | json 'd["sandbox"]["isolation"]')" = refused ] &&
+     ! echo "$doc" | json 'd["sandbox"]["why_not"]' | grep -q "not found"; then
+    echo "SKIPPED: this machine refuses namespaces to $who: $(echo "$doc" | json 'd["sandbox"]["why_not"]')"
+    exit 77
+  fi
   [ "$(echo "$doc" | json 'd["sandbox"]["isolation"]')" = namespaces ] ||
     fail "$who: isolation not namespaces: $(echo "$doc" | json 'd["sandbox"]')"
   [ "$(echo "$doc" | json 'd["sandbox"]["bwrap"]')" = "$A/bin/bwrap" ] ||
