@@ -6,9 +6,13 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
   using namespace anvil::cli;
+  // Logs go to stderr: stdout carries the results (--json lines among them).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("anvil"));
   CLI::App app{"Anvil: searches for HGEMM kernels faster than cuBLAS, one shape at a time"};
   app.require_subcommand(1);
   Globals g;

@@ -76,14 +76,14 @@ check_identity() {
 
   local rc=0 out
   out=$(as "$who" "$home" "$A/bin/anvil" eval "$A/share/anvil/seeds/01_naive/kernel.cu" --shape 64x64x64 2>&1) || rc=$?
-  echo "$out" | grep -q "^build      PASSED" || fail "$who: the seed did not build: $out"
+  echo "$out" | grep -q "^build      VERDICT_PASSED" || fail "$who: the seed did not build: $out"
   [ "$rc" = 3 ] || [ "$rc" = 0 ] || fail "$who: seed eval exit $rc (want 3 without a GPU): $out"
   echo "seed: built, exit $rc"
 
   rc=0
   out=$(as "$who" "$home" "$A/bin/anvil" --db "$home/anvil.db" eval "$T/refused.cu" --shape 64x64x64 2>&1) || rc=$?
   [ "$rc" = 5 ] || fail "$who: refused source exit $rc, want 5: $out"
-  echo "$out" | grep -q "^verdict    REJECTED" || fail "$who: no REJECTED verdict: $out"
+  echo "$out" | grep -q "^verdict    VERDICT_REJECTED" || fail "$who: no REJECTED verdict: $out"
   echo "$out" | grep -q 'line 3: #include "/dev/zero"' || fail "$who: no reason with its line: $out"
   [ "$(as "$who" "$home" "$A/bin/anvil" --db "$home/anvil.db" doctor --json | json 'd["database"]["candidates"]')" = 1 ] ||
     fail "$who: the refused candidate was not stored"

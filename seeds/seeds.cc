@@ -115,7 +115,7 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
 
 std::string DefaultSeedsDir(const std::string& executable_dir) {
   if (const char* env = std::getenv("ANVIL_SEEDS_DIR")) return env;
-  for (const std::string& up : {"/..", "/../.."}) {  // bin/ or libexec/<kind>/
+  for (const char* up : {"/..", "/../.."}) {  // bin/ or libexec/<kind>/
     const std::string bundled = executable_dir + up + "/share/anvil/seeds";
     if (fs::exists(bundled)) return fs::canonical(bundled).string();
   }

@@ -44,16 +44,17 @@ absl::Status MakeDirs(const fs::path& dir) {
 }
 
 // Every component below a directory others may write to (mode o+w, e.g.
-// /tmp) must be a real directory of ours.
+// /tmp) must be a real directory of ours or root's, writable only by its owner.
 absl::Status CheckNotSwappable(const fs::path& dir) {
   for (fs::path p = dir; p.has_parent_path() && p != p.parent_path(); p = p.parent_path()) {
     struct stat parent, own;
     if (stat(p.parent_path().c_str(), &parent) != 0 || !(parent.st_mode & S_IWOTH)) continue;
-    if (lstat(p.c_str(), &own) != 0 || !S_ISDIR(own.st_mode) || own.st_uid != geteuid() ||
+    if (lstat(p.c_str(), &own) != 0 || !S_ISDIR(own.st_mode) ||
+        (own.st_uid != geteuid() && own.st_uid != 0) ||
         (own.st_mode & (S_IWGRP | S_IWOTH))) {
       return absl::FailedPreconditionError(absl::StrCat(
           "'", p.string(), "' lies in the shared directory '", p.parent_path().string(),
-          "' but is not a directory of uid ", geteuid(), " writable only by it: another user "
+          "' but is not a directory of uid ", geteuid(), " or root writable only by its owner: another user "
           "could swap the kernels the runner loads (remove it, or set ANVIL_CACHE elsewhere)"));
     }
   }

@@ -23,8 +23,8 @@ std::string DefaultBuildCacheDir();
 // Creates `dir` (missing components mode 0755) and checks, before any work
 // starts, that the sandbox's jobs can read from it: FailedPrecondition naming
 // the directory and the fix otherwise. A component in a directory others may
-// write to (/tmp, /var/tmp) must be the caller's own: another user could
-// otherwise swap in the libraries the runner loads.
+// write to (/tmp, /var/tmp) must be the caller's or root's, writable only by
+// its owner: another user could otherwise swap in the libraries the runner loads.
 absl::Status PrepareBuildCacheDir(const std::string& dir);
 
 class BuildCache {

@@ -60,7 +60,9 @@ TEST_F(BuildCacheDirTest, RootsCacheUnderA0700HomeIsRefusedWithTheFix) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(s.message(), "not searchable")) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "ANVIL_CACHE")) << s;
-  if (getenv("ANVIL_CACHE") == nullptr) EXPECT_EQ(DefaultBuildCacheDir(), "/var/tmp/anvil-0/builds");
+  if (getenv("ANVIL_CACHE") == nullptr) {
+    EXPECT_EQ(DefaultBuildCacheDir(), "/var/tmp/anvil-0/builds");
+  }
 }
 
 TEST_F(BuildCacheDirTest, AnotherUsersDirectoryInASharedPlaceIsRefused) {

@@ -100,7 +100,9 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
   spec.binds.push_back({options_.toolchain.cuda_root, "", false});
   spec.gpu = true;
   const RunnerLimits& limits = options_.limits;
-  spec.limits.wall_time = limits.startup_timeout + limits.problem_timeout * request.shapes_size();
+  spec.limits.wall_time = limits.startup_timeout +
+                          FixedProblemLimit(limits, request.protocol().profile_counters()) *
+                              request.shapes_size();
   spec.limits.memory_max_bytes = options_.memory_max_bytes;
   spec.limits.output_cap_bytes = limits.output_cap_bytes;
   spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run

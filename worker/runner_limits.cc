@@ -4,16 +4,21 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace anvil {
+
+absl::Duration FixedProblemLimit(const RunnerLimits& limits, bool profile) {
+  return limits.problem_timeout + (profile ? absl::Seconds(limits.profile_seconds) : absl::ZeroDuration());
+}
 
 absl::Duration ProblemTimeLimit(const RunnerLimits& limits, const v1::ProblemStart& start,
                                 bool profile, std::string* basis) {
   if (start.reference_call_us() <= 0) {  // no baseline ran: nothing to scale with
     *basis = absl::StrFormat("fixed %.3g s (no baseline to scale with)",
-                             absl::ToDoubleSeconds(limits.problem_timeout));
-    return limits.problem_timeout;
+                             absl::ToDoubleSeconds(FixedProblemLimit(limits, profile)));
+    return FixedProblemLimit(limits, profile);
   }
   const double per_call_us = start.reference_call_us() + limits.call_overhead_us;
   const double weighted_calls =
@@ -27,7 +32,7 @@ absl::Duration ProblemTimeLimit(const RunnerLimits& limits, const v1::ProblemSta
       absl::ToDoubleSeconds(limits.floor), start.warmup_seconds(), start.candidate_calls(),
       limits.candidate_slowdown, start.baseline_calls(), start.reference_call_us(),
       limits.call_overhead_us, profile ? absl::StrFormat(" + %.3g s profile", limits.profile_seconds) : "");
-  return absl::Seconds(std::min(seconds, absl::ToDoubleSeconds(limits.problem_timeout)));
+  return absl::Seconds(std::min(seconds, absl::ToDoubleSeconds(FixedProblemLimit(limits, profile))));
 }
 
 absl::Duration RunnerWatch::Phase(absl::Duration limit, std::string basis, double reference_us) {
@@ -42,14 +47,14 @@ std::optional<absl::Duration> RunnerWatch::OnStdout(absl::string_view chunk) {
   std::optional<absl::Duration> left;
   size_t nl;
   while ((nl = chunk.find('\n')) != absl::string_view::npos) {
-    partial_.append(chunk.substr(0, nl));
+    absl::StrAppend(&partial_, chunk.substr(0, nl));
     chunk.remove_prefix(nl + 1);
     if (std::optional<absl::Duration> l = OnLine(partial_)) left = l;
     partial_.clear();
   }
   // A runner event is a few KB; anything longer is not one (a flood is cut
   // by the output cap).
-  if (partial_.size() + chunk.size() <= size_t(limits_.output_cap_bytes)) partial_.append(chunk);
+  if (partial_.size() + chunk.size() <= size_t(limits_.output_cap_bytes)) absl::StrAppend(&partial_, chunk);
   return left;
 }
 

@@ -5,7 +5,7 @@
 //   info, or a problem's measurement
 //                   -> setup_timeout           (allocation, baseline set-up and tuning)
 //   ProblemStart    -> ProblemTimeLimit(...)   (the candidate's checks and timing)
-// and never past the fixed limit startup_timeout + problems x problem_timeout,
+// and never past the fixed limit startup_timeout + problems x FixedProblemLimit,
 // so a candidate that prints forged events can only shorten its own run.
 // ProblemTimeLimit = floor + warm-up + (candidate_calls x candidate_slowdown +
 // baseline_calls) x (reference_call_us + call_overhead_us), plus
@@ -37,6 +37,10 @@ struct RunnerLimits {
   double profile_seconds = 60;     // added with a counter profile (replayed passes)
   int64_t output_cap_bytes = int64_t(8) << 20;  // per stream; more ends the run (a flood)
 };
+
+// The fixed limit per problem, the upper bound of the scaled one:
+// problem_timeout, plus profile_seconds with a counter profile.
+absl::Duration FixedProblemLimit(const RunnerLimits& limits, bool profile);
 
 // The limit for the candidate's checks and timing on one problem, and how it
 // was derived (one line, for the measurement and a timeout's detail).
