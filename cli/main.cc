@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("anvil"));
   CLI::App app{"Anvil: searches for HGEMM kernels faster than cuBLAS, one shape at a time"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options also after the command: `anvil doctor --json`
   Globals g;
   if (const char* db = std::getenv("ANVIL_DB")) g.db = db;
   app.add_option("--db", g.db, "SQLite store (default: $ANVIL_DB or ./anvil.db)");
