@@ -1,8 +1,11 @@
 // The anvil command line: one Run<Sub> per subcommand, sharing the global
 // options. Exit codes (documented in README.md):
 //   0 success; 1 Anvil itself failed; 2 bad arguments or input;
-//   3 not possible here (no GPU, piece not built yet); 4 database unusable
-//   (missing, corrupt, newer schema).
+//   3 not possible here (no GPU, piece not built yet, no isolation, a
+//   directory the sandbox cannot reach); 4 database unusable (missing,
+//   corrupt, newer schema); 5 the candidate failed (anvil eval: any verdict
+//   but PASSED -- REJECTED, COMPILE_ERROR, INCORRECT, CRASHED, TIMEOUT,
+//   CHEAT, UNSUPPORTED -- printed with its reason, stored with --db).
 #ifndef ANVIL_CLI_CLI_H_
 #define ANVIL_CLI_CLI_H_
 
@@ -14,11 +17,16 @@
 
 namespace anvil::cli {
 
-enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 4 };
+enum ExitCode {
+  kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 4, kCandidateFailed = 5
+};
 
 struct Globals {
   std::string db = "anvil.db";  // --db, or $ANVIL_DB
   bool json = false;            // --json: machine-readable output on stdout
+  // --allow-no-isolation, or $ANVIL_ALLOW_NO_ISOLATION=1: build and run
+  // untrusted kernels without namespace isolation where the node refuses it.
+  bool allow_no_isolation = false;
 };
 
 // Prints one clear line for `status` and maps it to an exit code.

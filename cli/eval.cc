@@ -32,6 +32,9 @@ void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
                                  k.registers(), k.shared_bytes(), k.stack_frame_bytes(),
                                  k.spill_store_bytes(), k.spill_load_bytes(), k.kernel());
   }
+  if (b.verdict() != v1::VERDICT_PASSED) {
+    std::cout << "verdict    " << v1::Verdict_Name(b.verdict()) << "\n";
+  }
   if (!b.error().empty()) std::cout << b.error();
 }
 
@@ -73,6 +76,10 @@ void PrintMeasurement(const v1::Measurement& m) {
   std::cout << "verdict    " << v1::Verdict_Name(m.verdict());
   if (!m.reason().empty()) std::cout << " " << m.reason() << ": " << m.detail();
   std::cout << "\n";
+  if (m.time_limit_s() > 0) {
+    std::cout << absl::StrFormat("limits     %.3g s for this problem (%s), output cap %d KiB\n",
+                                 m.time_limit_s(), m.time_limit_basis(), m.output_cap_bytes() / 1024);
+  }
   if (m.verdict() != v1::VERDICT_PASSED) return;
   std::cout << absl::StrFormat("  %-20s %10s %9s %9s %9s %9s %9s %9s   %s\n", "us (median)",
                                "graph-cold", "graph-hot", "device", "cold", "warm", "call", "first",
@@ -144,9 +151,33 @@ absl::Status StoreEvaluation(Store& store, const v1::Candidate& c, const v1::Bui
   for (const v1::LtAlgo& a : out.tuned) {
     if (out.measurements.empty()) break;
     const v1::Problem p = MakeProblem(a.gpu(), out.measurements[0].problem().arch(), a.shape(), a.layout());
-    if (absl::Status st = store.PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0}); !st.ok()) return st;
+    const LtAlgo choice{a.algo(), 0, a.figure().empty() ? "device" : a.figure()};
+    if (absl::Status st = store.PutLtAlgo(p, a.cublas_version(), choice); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+// Prints the outcome (one JSON line per problem with --json, or one for the
+// build when it failed) and returns kCandidateFailed unless everything PASSED.
+int PrintOutcome(const Globals& g, const v1::Candidate& c, const v1::Build& build,
+                 const std::vector<v1::Measurement>& measurements) {
+  bool failed = build.verdict() != v1::VERDICT_PASSED;
+  v1::Kernel k;
+  *k.mutable_candidate() = c;
+  k.mutable_candidate()->clear_source();
+  *k.mutable_build() = build;
+  for (const v1::Measurement& m : measurements) {
+    failed |= m.verdict() != v1::VERDICT_PASSED;
+    if (!g.json) {
+      PrintMeasurement(m);
+      continue;
+    }
+    *k.mutable_measurement() = m;  // one JSON line per problem
+    std::cout << ToJson(k) << "\n";
+  }
+  if (g.json && measurements.empty()) std::cout << ToJson(k) << "\n";
+  if (failed && !g.json) std::cout << "the candidate failed (exit " << kCandidateFailed << ")\n";
+  return failed ? kCandidateFailed : kOk;
 }
 
 }  // namespace
@@ -167,6 +198,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     store = std::move(*s);
   }
   LocalEvaluatorOptions options;
+  options.allow_no_isolation = g.allow_no_isolation;
   options.protocol.set_rounds(a.rounds);
   options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
@@ -185,20 +217,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   if (store) {
     if (absl::Status st = StoreEvaluation(*store, *c, *builds[0], *out); !st.ok()) return Report(st, kDatabase);
   }
-  for (const v1::Measurement& m : out->measurements) {
-    if (!g.json) {
-      PrintMeasurement(m);
-      continue;
-    }
-    v1::Kernel k;  // one JSON line per problem
-    *k.mutable_candidate() = *c;
-    k.mutable_candidate()->clear_source();
-    *k.mutable_build() = *builds[0];
-    *k.mutable_measurement() = m;
-    std::cout << ToJson(k) << "\n";
-  }
-  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(builds[0]->verdict()) << "\"}}\n";
-  return kOk;
+  return PrintOutcome(g, *c, *builds[0], out->measurements);
 }
 
 }  // namespace anvil::cli

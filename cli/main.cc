@@ -1,21 +1,33 @@
 // anvil: the command-line front of Anvil. See README.md for the commands.
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
   using namespace anvil::cli;
+  // Logs go to stderr: stdout carries the results (--json lines among them).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("anvil"));
   CLI::App app{"Anvil: searches for HGEMM kernels faster than cuBLAS, one shape at a time"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options also after the command: `anvil doctor --json`
   Globals g;
   if (const char* db = std::getenv("ANVIL_DB")) g.db = db;
   app.add_option("--db", g.db, "SQLite store (default: $ANVIL_DB or ./anvil.db)");
   app.add_flag("--json", g.json, "machine-readable output");
+  if (const char* v = std::getenv("ANVIL_ALLOW_NO_ISOLATION")) g.allow_no_isolation = *v && std::string(v) != "0";
+  app.add_flag("--allow-no-isolation", g.allow_no_isolation,
+               "where the node refuses namespaces, build and run untrusted kernels with "
+               "process-level protections only (no private filesystem, network or pids); "
+               "default: refuse (also $ANVIL_ALLOW_NO_ISOLATION=1)");
   app.footer("Exit codes: 0 ok, 1 Anvil failed, 2 bad arguments, 3 not possible here "
-             "(no GPU / not built yet), 4 database unusable.");
+             "(no GPU / not built yet / no isolation), 4 database unusable, 5 the candidate "
+             "failed (its verdict and reason are printed).");
 
   OptimizeArgs opt;
   CLI::App* optimize = app.add_subcommand("optimize", "search kernels for problems and store the winners");

@@ -109,6 +109,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
     return kUnavailable;
   }
   LocalEvaluatorOptions wo;
+  wo.allow_no_isolation = g.allow_no_isolation;
   wo.build_jobs = a.build_jobs > 0 ? a.build_jobs
                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(wo);

@@ -125,8 +125,10 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
 
 std::string DefaultSeedsDir(const std::string& executable_dir) {
   if (const char* env = std::getenv("ANVIL_SEEDS_DIR")) return env;
-  std::string bundled = executable_dir + "/../share/anvil/seeds";
-  if (fs::exists(bundled)) return bundled;
+  for (const char* up : {"/..", "/../.."}) {  // bin/ or libexec/<kind>/
+    const std::string bundled = executable_dir + up + "/share/anvil/seeds";
+    if (fs::exists(bundled)) return fs::canonical(bundled).string();
+  }
   return ANVIL_SOURCE_SEEDS_DIR;
 }
 

@@ -64,7 +64,8 @@ struct SeedFamily {
   std::string name_pattern;
 };
 
-// ANVIL_SEEDS_DIR, else <exe>/../share/anvil/seeds, else the source tree's.
+// ANVIL_SEEDS_DIR, else the bundle's share/anvil/seeds (<exe>/.. or <exe>/../..:
+// bin/ or libexec/<kind>/), else the source tree's.
 std::string DefaultSeedsDir(const std::string& executable_dir);
 
 // Every family under `dir`, in folder order. A malformed seed.json fails

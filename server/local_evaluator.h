@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/evaluator.h"
+#include "worker/build_cache.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
 
@@ -25,15 +26,24 @@ struct LocalEvaluatorOptions {
   int build_jobs = 2;              // parallel nvcc processes
   int device = 0;                  // CUDA ordinal
   v1::RunnerProtocol protocol;     // zero fields: runner defaults
-  bool isolate = true;             // namespaces where the node allows
+  // Untrusted builds and runs need namespace isolation: Create fails where
+  // the node refuses it, unless this is set (--allow-no-isolation), in which
+  // case they run with process-level protections only (sandbox/SANDBOX.md).
+  bool allow_no_isolation = false;
 };
 
-// The build cache: $ANVIL_CACHE, else the XDG cache folder's anvil/builds.
-std::string DefaultBuildCacheDir();
+// Whether this node can run untrusted work, checked before any is started:
+// namespace isolation (or allow_no_isolation), and that the sandbox's uid can
+// reach the runner, the CUTLASS headers, bubblewrap, the CUDA toolkit and the
+// build cache (created here). FailedPrecondition says what and how to fix it.
+// `cache_dir` empty: DefaultBuildCacheDir() (worker/build_cache.h).
+absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache_dir,
+                            bool allow_no_isolation);
 
 class LocalEvaluator : public CandidateEvaluator {
  public:
-  // Finds the toolchain (Unavailable without nvcc).
+  // Finds the toolchain (Unavailable without nvcc); fails (FailedPrecondition)
+  // where CheckNodeReady does.
   static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalEvaluatorOptions options);
 
   std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "deploy/layout.h"
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
@@ -26,9 +27,12 @@
 namespace anvil {
 namespace {
 
+// ANVIL_TESTS_DIR, else the bundle's (run from libexec/tests), else the source tree's.
 std::string TestsDir() {
   const char* d = std::getenv("ANVIL_TESTS_DIR");
-  return d ? d : std::string(ANVIL_SOURCE_DIR) + "/tests";
+  if (d != nullptr) return d;
+  const std::string bundled = deploy::Installed("share/anvil/tests");
+  return !bundled.empty() ? bundled : std::string(ANVIL_SOURCE_DIR) + "/tests";
 }
 
 class Harness : public ::testing::Test {
@@ -57,8 +61,8 @@ class Harness : public ::testing::Test {
     e.toolchain = t;
     e.scratch_dir = scratch_->path();
     e.protocol = std::move(protocol);
-    e.problem_timeout = absl::Seconds(20);
-    e.startup_timeout = absl::Seconds(20);
+    e.limits.problem_timeout = absl::Seconds(20);
+    e.limits.startup_timeout = absl::Seconds(20);
     return e;
   }
   static void TearDownTestSuite() {
@@ -67,10 +71,9 @@ class Harness : public ::testing::Test {
     delete builder_;
     delete scratch_;
   }
-  // The seed families, from ANVIL_SEEDS_DIR or the source tree.
+  // The seed families: ANVIL_SEEDS_DIR, the bundle's, or the source tree's.
   static absl::StatusOr<std::vector<SeedFamily>> Seeds() {
-    const char* env = std::getenv("ANVIL_SEEDS_DIR");
-    return LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+    return LoadSeeds(DefaultSeedsDir(deploy::ExecutableDir()));
   }
   // Builds a candidate that must compile: its build, or why it is not there.
   static absl::StatusOr<v1::Build> BuildPassing(const v1::Candidate& c) {

@@ -11,7 +11,7 @@
 #      unpacked into ANVIL_UNPACK (default /opt/anvil);
 #   4. a build tree: ANVIL_BUILD, default build/ (then the bench programs are
 #      build/bin/bench/ and the seeds this checkout's).
-# Candidate builds are cached in ANVIL_CACHE (default /var/tmp/anvil-cache).
+# Candidate builds are cached where Anvil's default puts them (ANVIL_CACHE overrides).
 # Changes no clocks and never resets the GPU.
 set -uo pipefail
 OUT=${1:?usage: $0 OUT_DIR (results land there)}
@@ -20,7 +20,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 in_bundle=$(cd "$BENCH/../../.." && pwd)
 if [ -n "${ANVIL_HOME:-}" ]; then
   here=$ANVIL_HOME
-elif [ -x "$in_bundle/bin/anvil" ] && [ -f "$in_bundle/libexec/anvil-env.sh" ]; then
+elif [ -x "$in_bundle/bin/anvil" ] && [ -d "$in_bundle/libexec" ]; then
   here=$in_bundle
 elif bundle=${ANVIL_BUNDLE:-build/bundle/anvil-bundle.tar.gz}; [ -z "${ANVIL_BUILD:-}" ] && [ -f "$bundle" ]; then
   unpack=${ANVIL_UNPACK:-/opt/anvil}
@@ -31,8 +31,8 @@ else
 fi
 if [ -n "$here" ]; then
   here=$(cd "$here" && pwd)
-  # shellcheck source=/dev/null
-  . "$here/libexec/anvil-env.sh"
+  # The bundle's programs find its bwrap, runner, CUTLASS headers and seeds
+  # from their own location: no environment is needed.
   ANVIL=$here/bin/anvil BENCH_BIN=$here/libexec/bench SEEDS=$here/share/anvil/seeds
   GPU_TESTS=("$here/bin/anvil-gpu-tests")
 else
@@ -41,9 +41,6 @@ else
   ANVIL=$build/bin/anvil BENCH_BIN=$build/bin/bench SEEDS=$(cd "$BENCH/../seeds" && pwd)
   GPU_TESTS=(ctest --test-dir "$build" -L gpu --output-on-failure)
 fi
-export ANVIL_CACHE=${ANVIL_CACHE:-/var/tmp/anvil-cache}
-mkdir -p "$ANVIL_CACHE" && chmod 755 "$ANVIL_CACHE"
-command -v bwrap > /dev/null || [ -z "$here" ] || export ANVIL_SANDBOX_BWRAP=$here/bin/bwrap
 export ANVIL BENCH_BIN SEEDS BENCH OUT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,memory.used \
   --format=csv > "$OUT/gpu.txt" 2>&1

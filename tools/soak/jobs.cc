@@ -53,7 +53,8 @@ BuilderOptions SoakBuilderOptions(const Toolchain& t, const std::string& cache_d
   b.scratch_dir = scratch_dir;
   b.jobs = jobs;
   b.timeout = absl::Seconds(120);
-  b.isolate = isolate;
+  // The soak measures the node as it is and reports the protections it got.
+  b.isolation = isolate ? sandbox::Isolation::kAuto : sandbox::Isolation::kNone;
   return b;
 }
 
@@ -64,9 +65,9 @@ EvaluatorOptions SoakEvaluatorOptions(const SoakOptions& o, const Toolchain& t,
   e.scratch_dir = scratch_dir;
   e.device = o.device;
   e.protocol = FixtureProtocol();
-  e.startup_timeout = absl::Seconds(o.startup_timeout_s);
-  e.problem_timeout = absl::Seconds(o.problem_timeout_s);
-  e.isolate = isolate;
+  e.limits.startup_timeout = absl::Seconds(o.startup_timeout_s);
+  e.limits.problem_timeout = absl::Seconds(o.problem_timeout_s);
+  e.isolation = isolate ? sandbox::Isolation::kAuto : sandbox::Isolation::kNone;
   return e;
 }
 

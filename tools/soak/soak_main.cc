@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "deploy/layout.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tools/soak/gpu_memory.h"
@@ -30,7 +31,8 @@ int main(int argc, char** argv) {
   anvil::SoakOptions o = cl->options;
   if (o.tests_dir.empty()) {
     const char* d = std::getenv("ANVIL_TESTS_DIR");
-    o.tests_dir = d ? d : std::string(ANVIL_SOURCE_DIR) + "/tests";
+    const std::string bundled = anvil::deploy::Installed("share/anvil/tests");
+    o.tests_dir = d ? d : !bundled.empty() ? bundled : std::string(ANVIL_SOURCE_DIR) + "/tests";
   }
   if (!o.cpu_only) {
     if (std::string why = anvil::NoGpuReason(o.device); !why.empty()) {

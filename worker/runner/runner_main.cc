@@ -6,7 +6,9 @@
 // 4 the runner itself failed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -77,6 +79,37 @@ void FillDefaults(v1::RunnerProtocol& p) {
   // (bench/results/2026-11-26-operand-placement-h200.md). Four sets, up to 4 GiB of them.
   def([&] { return p.operand_sets(); }, [&](int v) { p.set_operand_sets(v); }, 4);
   def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
+}
+
+// Calls of one implementation a problem makes at most after its ProblemStart:
+// warm-up, the eager timing rounds, the graph replays (each replay of a
+// sample runs twice, in both regimes, plus one audited replay per regime; a
+// hot replay holds about graph_replay_us of calls, a cold one up to
+// graph_max_calls), and the correctness, timed-output and capture checks
+// (kCheckCalls). The worker scales the problem's time limit with it: keep it
+// an upper bound when the timing protocol changes.
+int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, double reference_us) {
+  constexpr int64_t kCheckCalls = 64;
+  const int64_t eager = p.warmup_calls() + int64_t(p.rounds()) * (p.device_samples() + p.cold_samples() +
+                                                                  p.warm_calls() + p.call_samples());
+  const int64_t hot_calls = std::max<int64_t>(
+      4, reference_us > 0 ? int64_t(std::ceil(p.graph_replay_us() / reference_us)) : 4);
+  const int64_t cold_calls = std::max<int64_t>(hot_calls, p.graph_max_calls());
+  const int64_t replays = 2 * (int64_t(p.rounds()) * p.graph_samples() + 1);
+  return eager + replays * (hot_calls + cold_calls) + kCheckCalls;
+}
+
+void EmitProblemStart(const v1::Shape& shape, const v1::RunnerProtocol& p, double reference_us,
+                      int baselines) {
+  const int64_t calls = PlannedCallsPerImplementation(p, reference_us);
+  v1::RunnerEvent e;
+  v1::ProblemStart* s = e.mutable_problem_start();
+  *s->mutable_shape() = shape;
+  s->set_reference_call_us(reference_us);
+  s->set_candidate_calls(calls);
+  s->set_baseline_calls(calls * baselines);
+  s->set_warmup_seconds((1 + baselines) * p.warmup_ms() / 1e3);
+  Emit(e);
 }
 
 // The request's cached cuBLASLt choices for this problem, by figure.
@@ -151,6 +184,9 @@ int Main() {
   for (const v1::Shape& shape : req.shapes()) {
     auto p0 = std::chrono::steady_clock::now();
     GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+    ctx.on_problem_start = [&](double reference_us, int baselines) {
+      EmitProblemStart(shape, ctx.protocol, reference_us, baselines);
+    };
     ProblemSession session(ctx, **lib, gs);
     std::vector<v1::LtAlgo> tuned;
     absl::StatusOr<v1::Measurement> m =

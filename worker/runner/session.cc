@@ -103,6 +103,18 @@ absl::Status ProblemSession::SetUpBaselines(const LtCached& cached,
   return absl::OkStatus();
 }
 
+absl::StatusOr<double> ProblemSession::SlowestBaselineCallUs() {
+  double slowest = 0;
+  for (size_t i = 1; i < impls_.size(); ++i) {
+    const double t0 = NowUs();
+    const int rc = Call(*impls_[i]);
+    ANVIL_CUDA(cudaStreamSynchronize(stream_));
+    if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
+    slowest = std::max(slowest, NowUs() - t0);
+  }
+  return slowest;
+}
+
 absl::Status ProblemSession::Regenerate() {
   ANVIL_CUDA(FillNormal(a().data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
   ANVIL_CUDA(FillNormal(b().data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
@@ -168,6 +180,11 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
   size_t free_b = 0, total = 0;
   ANVIL_CUDA(cudaMemGetInfo(&free_b, &total));
   free_before_ = static_cast<int64_t>(free_b);
+  if (ctx_.on_problem_start) {
+    absl::StatusOr<double> reference = SlowestBaselineCallUs();
+    if (!reference.ok()) return reference.status();
+    ctx_.on_problem_start(*reference, static_cast<int>(impls_.size()) - 1);
+  }
 
   absl::StatusOr<std::optional<Failure>> f = CheckCorrectness(m);
   if (!f.ok()) return f.status();

@@ -15,6 +15,7 @@
 #define ANVIL_WORKER_RUNNER_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,11 @@ struct RunnerContext {
   int64_t l2_bytes = 0;         // sizes the graph-cold operand sets
   uint64_t seed = 0;
   DeviceMemory flush;           // protocol.flush_bytes, written to evict L2
+  // Called once per problem, after the baselines are set up and before the
+  // candidate's first call, with the slowest baseline's call time (us; 0
+  // without baselines) and the number of baselines: the worker scales the
+  // problem's time limit with them.
+  std::function<void(double reference_call_us, int baselines)> on_problem_start;
 };
 
 // Threads of this process now (host threads a candidate starts show here).
@@ -89,6 +95,8 @@ class ProblemSession {
   absl::Status Allocate();
   absl::Status SetUpBaselines(const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
   absl::Status Regenerate();
+  // Host time of one call plus a device sync of the slowest baseline (us).
+  absl::StatusOr<double> SlowestBaselineCallUs();
   // Operand set k (modulo the number of sets) becomes the current one.
   void UseOperandSet(size_t k) { set_ = k % sets_.size(); }
   // The current operand set.
