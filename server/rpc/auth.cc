@@ -14,7 +14,7 @@
 namespace anvil::rpc {
 namespace {
 
-std::array<unsigned char, 32> Digest(std::string_view text) {
+std::array<unsigned char, 32> Digest(absl::string_view text) {
   std::array<unsigned char, 32> d;
   SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
   return d;
@@ -49,11 +49,11 @@ absl::StatusOr<TokenAuth> TokenAuth::Load(const std::string& token_file,
 absl::Status TokenAuth::CheckHeader(std::optional<std::string> header) const {
   if (!enabled()) return absl::OkStatus();
   if (!header) return absl::UnauthenticatedError("this server requires a bearer token (authorization metadata)");
-  constexpr std::string_view kBearer = "Bearer ";
+  constexpr absl::string_view kBearer = "Bearer ";
   if (!absl::StartsWithIgnoreCase(*header, kBearer)) {
     return absl::UnauthenticatedError("authorization metadata must be 'Bearer <token>'");
   }
-  const std::array<unsigned char, 32> got = Digest(std::string_view(*header).substr(kBearer.size()));
+  const std::array<unsigned char, 32> got = Digest(absl::string_view(*header).substr(kBearer.size()));
   if (CRYPTO_memcmp(got.data(), digest_->data(), got.size()) != 0) {
     return absl::UnauthenticatedError("the bearer token is not this server's");
   }

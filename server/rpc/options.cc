@@ -34,9 +34,15 @@ const Entry kTable[] = {
     {"server.port_file", &ServerOptions::port_file, "write the bound gRPC port here once serving"},
     {"server.executor_threads", &ServerOptions::executor_threads, "threads running RPC work off the gRPC threads"},
     {"server.drain_seconds", &ServerOptions::drain_seconds, "SIGTERM: seconds to checkpoint jobs and exit"},
-    {"jobs.max_running_jobs", &ServerOptions::max_running_jobs, "jobs searched at once"},
-    {"jobs.max_queued_jobs", &ServerOptions::max_queued_jobs, "pending jobs before RESOURCE_EXHAUSTED"},
+    {"jobs.max_active_jobs", &ServerOptions::max_active_jobs, "jobs queued or running before RESOURCE_EXHAUSTED"},
     {"jobs.max_problems_per_job", &ServerOptions::max_problems_per_job, "problems in one OptimizeKernel"},
+    {"jobs.default_figure", &ServerOptions::default_figure, "reward figure of a request naming none"},
+    {"jobs.default_wall_seconds", &ServerOptions::default_wall_seconds, "Budget.max_wall_seconds when 0 in a request"},
+    {"jobs.default_gpu_seconds", &ServerOptions::default_gpu_seconds, "Budget.max_gpu_seconds when 0 (0: no limit)"},
+    {"jobs.default_candidates", &ServerOptions::default_candidates, "Budget.max_candidates when 0 (0: no limit)"},
+    {"jobs.default_plateau_candidates", &ServerOptions::default_plateau_candidates, "Budget.plateau_candidates when 0 (0: none)"},
+    {"jobs.default_target_efficiency", &ServerOptions::default_target_efficiency, "Budget.target_efficiency when 0 (0: none)"},
+    {"jobs.build_chunk", &ServerOptions::build_chunk, "candidates per build/measure round"},
     {"jobs.max_watchers", &ServerOptions::max_watchers, "open progress streams before RESOURCE_EXHAUSTED"},
     {"limits.max_receive_message_bytes", &ServerOptions::max_receive_message_bytes, "largest request accepted"},
     {"limits.max_send_message_bytes", &ServerOptions::max_send_message_bytes, "largest response sent"},
@@ -133,15 +139,15 @@ absl::Status ApplyConfigFile(const std::string& path, ServerOptions& options) {
     const toml::parse_error& err = parsed.error();
     if (err.source().begin.line == 0) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
     return absl::InvalidArgumentError(absl::StrCat(path, ":", err.source().begin.line, ": ",
-                                                   err.description()));
+                                                   std::string(err.description())));
   }
   for (const auto& [section, table] : parsed.table()) {
     if (!table.is_table()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": '", section.str(),
+      return absl::InvalidArgumentError(absl::StrCat(path, ": '", std::string(section.str()),
                                                      "' must be a [section] (see server/CONFIG.md)"));
     }
     for (const auto& [key, node] : *table.as_table()) {
-      const std::string name = absl::StrCat(section.str(), ".", key.str());
+      const std::string name = absl::StrCat(std::string(section.str()), ".", std::string(key.str()));
       const Entry* e = Find(name);
       if (e == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(path, ":", node.source().begin.line,
@@ -176,10 +182,14 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.cert_file.empty() != o.key_file.empty()) {
     return bad("tls.cert_file and tls.key_file go together (both or neither)");
   }
-  if (o.executor_threads < 1 || o.max_running_jobs < 1 || o.max_queued_jobs < 0 ||
-      o.max_problems_per_job < 1 || o.max_watchers < 1) {
-    return bad("server.executor_threads, jobs.max_running_jobs, jobs.max_problems_per_job and "
-               "jobs.max_watchers must be at least 1, jobs.max_queued_jobs at least 0");
+  if (o.executor_threads < 1 || o.max_active_jobs < 1 || o.max_problems_per_job < 1 ||
+      o.max_watchers < 1 || o.build_chunk < 1) {
+    return bad("server.executor_threads, jobs.max_active_jobs, jobs.max_problems_per_job, "
+               "jobs.max_watchers and jobs.build_chunk must be at least 1");
+  }
+  if (o.default_figure != "device" && o.default_figure != "warm" && o.default_figure != "cold" &&
+      o.default_figure != "call") {
+    return bad("jobs.default_figure must be device, warm, cold or call");
   }
   if (o.max_receive_message_bytes < 1024 || o.max_send_message_bytes < 1024) {
     return bad("limits.*_message_bytes must be at least 1024");

@@ -26,9 +26,15 @@ struct ServerOptions {
   double drain_seconds = 30;               // SIGTERM: running jobs checkpoint and the process exits
                                            // within this many seconds
   // [jobs]
-  int max_running_jobs = 2;      // jobs searched at once; the others wait QUEUED
-  int max_queued_jobs = 64;      // more pending jobs than this: RESOURCE_EXHAUSTED
+  int max_active_jobs = 64;      // jobs QUEUED or RUNNING at once; beyond: RESOURCE_EXHAUSTED
   int max_problems_per_job = 256;
+  std::string default_figure = "device";  // reward figure of a request that names none
+  double default_wall_seconds = 3600;     // Budget.max_wall_seconds when a request leaves it 0
+  double default_gpu_seconds = 0;         // Budget.max_gpu_seconds default (0: no limit)
+  int default_candidates = 0;             // Budget.max_candidates default (0: no limit)
+  double default_plateau_candidates = 0;  // Budget.plateau_candidates default (0: no plateau stop)
+  double default_target_efficiency = 0;   // Budget.target_efficiency default (0: none)
+  int build_chunk = 16;                   // candidates per build/measure round
   int max_watchers = 1024;       // open OptimizeKernel/WatchJob streams: RESOURCE_EXHAUSTED beyond
   // [limits]
   int max_receive_message_bytes = 4 << 20;  // largest request accepted

@@ -1,6 +1,7 @@
 #include "server/rpc/progress_stream.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/rpc/progress.h"
 #include "server/rpc/service.h"
 #include "server/rpc/status.h"
 
@@ -12,17 +13,6 @@ bool Terminal(v1::JobState s) {
 }
 
 }  // namespace
-
-v1::JobProgress ToProgress(const JobEvent& event) {
-  v1::JobProgress p;
-  *p.mutable_job() = event.job;
-  p.set_message(event.message);
-  if (event.measurement) *p.mutable_measurement() = *event.measurement;
-  p.set_event(JobEventKindName(event.kind));
-  p.set_problem_index(event.problem);
-  p.set_proposer(event.proposer);
-  return p;
-}
 
 ProgressStream::ProgressStream(KernelSearchService* service, const char* method)
     : service_(service), method_(method), link_(std::make_shared<Link>()) {

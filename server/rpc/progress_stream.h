@@ -24,9 +24,6 @@ namespace anvil::rpc {
 
 class KernelSearchService;
 
-// The wire form of a job event.
-v1::JobProgress ToProgress(const JobEvent& event);
-
 class ProgressStream final : public grpc::ServerWriteReactor<v1::JobProgress> {
  public:
   static constexpr int kMaxQueued = 512;

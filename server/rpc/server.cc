@@ -73,7 +73,7 @@ struct Server::Impl {
   JobService* jobs = nullptr;
   rpc::TokenAuth auth = rpc::TokenAuth::Off();
   std::unique_ptr<rpc::Executor> executor;
-  std::unique_ptr<rpc::ServerMetrics> metrics;
+  rpc::ServerMetrics* metrics = nullptr;
   std::unique_ptr<rpc::KernelSearchService> service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -82,20 +82,37 @@ struct Server::Impl {
   bool draining ABSL_GUARDED_BY(mu) = false;
   std::map<std::string, std::unique_ptr<Watch>> metric_watches ABSL_GUARDED_BY(mu);
 
-  rpc::MetricsSnapshot Snapshot();
   void WatchForMetrics(const std::string& job_id);
   void EndWatch(const std::string& job_id);
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Store& store,
-                                                      JobService& jobs) {
+absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> Server::MakeMetrics(const ServerOptions& options,
+                                                                        Store& store) {
+  return rpc::ServerMetrics::Start(options.metrics_listen, [&store, db = options.db] {
+    rpc::MetricsSnapshot s;
+    for (v1::JobState st : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
+                            v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+      absl::StatusOr<std::vector<v1::Job>> jobs = store.ListJobs(1000000, st);
+      s.jobs_by_state[StateLabel(st)] = jobs.ok() ? static_cast<int64_t>(jobs->size()) : 0;
+    }
+    s.queue_depth = s.jobs_by_state["queued"];
+    s.store_bytes = rpc::StoreBytes(db);
+    return s;
+  });
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                      const ServerParts& parts) {
   if (absl::Status st = ValidateServerOptions(options); !st.ok()) return st;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->store = &store;
-  impl->jobs = &jobs;
+  impl->store = parts.store;
+  impl->jobs = parts.jobs;
+  impl->metrics = parts.metrics;
+  Store& store = *parts.store;
+  JobService& jobs = *parts.jobs;
   absl::StatusOr<rpc::TokenAuth> auth = rpc::TokenAuth::Load(options.token_file, ProcessEnvironment());
   if (!auth.ok()) return auth.status();
   impl->auth = *auth;
@@ -103,12 +120,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!creds.ok()) return creds.status();
   impl->executor = std::make_unique<rpc::Executor>(options.executor_threads);
   Impl* raw = impl.get();
-  absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> metrics =
-      rpc::ServerMetrics::Start(options.metrics_listen, [raw] { return raw->Snapshot(); });
-  if (!metrics.ok()) return metrics.status();
-  impl->metrics = *std::move(metrics);
-  rpc::ServiceDeps deps{&impl->options, &store, &jobs, impl->executor.get(), impl->metrics.get(),
-                        &impl->auth, [raw](const std::string& id) { raw->WatchForMetrics(id); }};
+  rpc::ServiceDeps deps{&impl->options, &store, &jobs, impl->executor.get(), impl->metrics,
+                        &impl->auth, [raw](const std::string& id) { raw->WatchForMetrics(id); },
+                        parts.no_evaluator_reason};
   impl->service = std::make_unique<rpc::KernelSearchService>(std::move(deps));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -138,18 +152,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
   }
   return std::unique_ptr<Server>(new Server(std::move(impl)));
-}
-
-rpc::MetricsSnapshot Server::Impl::Snapshot() {
-  rpc::MetricsSnapshot s;
-  for (v1::JobState st : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
-                          v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
-    absl::StatusOr<std::vector<v1::Job>> jobs = store->ListJobs(1000000, st);
-    s.jobs_by_state[StateLabel(st)] = jobs.ok() ? static_cast<int64_t>(jobs->size()) : 0;
-  }
-  s.queue_depth = s.jobs_by_state["queued"];
-  s.store_bytes = rpc::StoreBytes(options.db);
-  return s;
 }
 
 // Rewards by the job's own figure, from its measured events.

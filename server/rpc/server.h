@@ -12,6 +12,7 @@
 #define ANVIL_SERVER_RPC_SERVER_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,14 +22,32 @@ namespace anvil {
 
 class JobService;
 class Store;
+namespace rpc {
+class ServerMetrics;
+}  // namespace rpc
+
+// What the server serves. Not owned; each outlives the Server.
+struct ServerParts {
+  Store* store = nullptr;
+  JobService* jobs = nullptr;
+  rpc::ServerMetrics* metrics = nullptr;  // MakeServerMetrics
+  // Non-empty when this server has no evaluator (no GPU here): OptimizeKernel
+  // answers UNAVAILABLE with it; the other RPCs work.
+  std::string no_evaluator_reason;
+};
 
 class Server {
  public:
   // Binds options.listen (and options.metrics_listen), registers the services
   // and starts serving. Unavailable when a port cannot be bound;
   // InvalidArgument for unusable options (a TLS key that does not load...).
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options, Store& store,
-                                                       JobService& jobs);
+  // Then resumes the jobs a previous process left QUEUED or RUNNING.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       const ServerParts& parts);
+  // The metrics of a server on `options` (their endpoint serving already):
+  // made before the server so the evaluator can feed them.
+  static absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> MakeMetrics(const ServerOptions& options,
+                                                                         Store& store);
   ~Server();  // drains with no grace when Drain was not called
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

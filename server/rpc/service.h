@@ -45,6 +45,7 @@ struct ServiceDeps {  // not owned; each outlives the service
   const TokenAuth* auth = nullptr;
   // Called with each job the service starts, so the server can watch it for metrics.
   std::function<void(const std::string& job_id)> job_started;
+  std::string no_evaluator_reason;  // non-empty: OptimizeKernel is UNAVAILABLE
 };
 
 class KernelSearchService final : public v1::KernelSearch::CallbackService {
@@ -92,6 +93,7 @@ class KernelSearchService final : public v1::KernelSearch::CallbackService {
   grpc::ServerWriteReactor<v1::JobProgress>* Stream(
       grpc::CallbackServerContext* context, const char* method, const absl::Status& check,
       std::function<absl::StatusOr<std::string>()> start);
+  absl::Status CheckCapacity();
   absl::Status Admit(const grpc::CallbackServerContext& context) const;  // auth + draining
   bool Register(ProgressStream* s);    // false when at jobs.max_watchers or draining
   // A stream is done: unregistered, counted, its watch released on the executor.
