@@ -8,6 +8,19 @@
 
 namespace anvil::rpc {
 
+// UNAVAILABLE for a problem naming a GPU model this server does not measure on.
+absl::Status KernelSearchService::CheckGpu(const v1::OptimizeKernelRequest& request) {
+  const std::string here = deps_.gpu ? deps_.gpu() : "";
+  if (here.empty()) return absl::OkStatus();
+  for (const v1::Problem& p : request.problems()) {
+    if (!p.gpu().empty() && p.gpu() != here) {
+      return absl::UnavailableError(absl::StrCat("no evaluator for GPU ", p.gpu(),
+                                                 " on this server (it measures on ", here, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // RESOURCE_EXHAUSTED once jobs.max_active_jobs jobs are queued or running.
 absl::Status KernelSearchService::CheckCapacity() {
   int active = 0;
@@ -34,6 +47,7 @@ grpc::ServerWriteReactor<v1::JobProgress>* KernelSearchService::OptimizeKernel(
                                                 deps_.no_evaluator_reason));
   }
   return Stream(context, "OptimizeKernel", check, [this, request]() -> absl::StatusOr<std::string> {
+    if (absl::Status st = CheckGpu(*request); !st.ok()) return st;
     std::string job_id = request->resume_job_id();
     if (job_id.empty()) {
       if (absl::Status st = CheckCapacity(); !st.ok()) return st;

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <variant>
 
-#define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
 #include "absl/strings/ascii.h"
@@ -134,14 +133,15 @@ std::vector<ServerOptionInfo> ListServerOptions() {
 }
 
 absl::Status ApplyConfigFile(const std::string& path, ServerOptions& options) {
-  toml::parse_result parsed = toml::parse_file(path);
-  if (!parsed) {
-    const toml::parse_error& err = parsed.error();
+  toml::table parsed;
+  try {  // toml++ reports errors by exception; they stop here
+    parsed = toml::parse_file(path);
+  } catch (const toml::parse_error& err) {
     if (err.source().begin.line == 0) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
     return absl::InvalidArgumentError(absl::StrCat(path, ":", err.source().begin.line, ": ",
                                                    std::string(err.description())));
   }
-  for (const auto& [section, table] : parsed.table()) {
+  for (const auto& [section, table] : parsed) {
     if (!table.is_table()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": '", std::string(section.str()),
                                                      "' must be a [section] (see server/CONFIG.md)"));

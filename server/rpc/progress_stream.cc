@@ -26,6 +26,17 @@ void ProgressStream::Attach(JobService& jobs, const std::string& job_id) {
         absl::MutexLock lock(&link->mu);
         if (link->stream != nullptr) link->stream->Push(event);
       });
+  // An end the watch may have missed (the job ended while it was set up).
+  if (watch.ok()) {
+    absl::StatusOr<v1::Job> job = jobs.GetJob(job_id);
+    if (job.ok() && Terminal(job->state())) {
+      JobEvent end;
+      end.kind = JobEventKind::kState;
+      end.job = *job;
+      end.message = absl::StrCat("job ", v1::JobState_Name(job->state()));
+      Push(end);
+    }
+  }
   absl::MutexLock lock(&mu_);
   attaching_ = false;
   if (!watch.ok()) {

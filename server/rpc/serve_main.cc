@@ -152,7 +152,11 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
   if (!jobs.ok()) return Fail(jobs.status(), 1);
 
   absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::Start(*options, ServerParts{store->get(), jobs->get(), metrics->get(), no_evaluator});
+      Server::Start(*options, ServerParts{store->get(), jobs->get(), metrics->get(), no_evaluator,
+                                          [&evaluator, known = components.gpu] {
+                                            std::optional<v1::RunnerInfo> d = evaluator.device();
+                                            return d ? d->gpu() : known;
+                                          }});
   if (!server.ok()) return Fail(server.status(), 3);
   if (absl::Status st = WritePortFile(options->port_file, (*server)->port()); !st.ok()) return Fail(st, 1);
 

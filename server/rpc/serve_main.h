@@ -26,6 +26,9 @@ struct ServeComponents {
   // OptimizeKernel answering UNAVAILABLE and the error's message.
   std::function<absl::StatusOr<std::unique_ptr<CandidateEvaluator>>(const ServerOptions&)> evaluator;
   ProposerFactory proposers;
+  // The GPU model the evaluator measures on, when known before its first
+  // runner starts ("" : learnt from the evaluator's device()).
+  std::string gpu;
 };
 
 // args: the command line after the program (or subcommand) name. Returns the

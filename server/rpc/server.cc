@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   Impl* raw = impl.get();
   rpc::ServiceDeps deps{&impl->options, &store, &jobs, impl->executor.get(), impl->metrics,
                         &impl->auth, [raw](const std::string& id) { raw->WatchForMetrics(id); },
-                        parts.no_evaluator_reason};
+                        parts.no_evaluator_reason, parts.gpu};
   impl->service = std::make_unique<rpc::KernelSearchService>(std::move(deps));
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -11,6 +11,7 @@
 #ifndef ANVIL_SERVER_RPC_SERVER_H_
 #define ANVIL_SERVER_RPC_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,9 @@ struct ServerParts {
   // Non-empty when this server has no evaluator (no GPU here): OptimizeKernel
   // answers UNAVAILABLE with it; the other RPCs work.
   std::string no_evaluator_reason;
+  // The GPU model this server measures on ("" while unknown): a problem naming
+  // another is refused UNAVAILABLE (no evaluator for that GPU here).
+  std::function<std::string()> gpu;
 };
 
 class Server {

@@ -46,6 +46,7 @@ struct ServiceDeps {  // not owned; each outlives the service
   // Called with each job the service starts, so the server can watch it for metrics.
   std::function<void(const std::string& job_id)> job_started;
   std::string no_evaluator_reason;  // non-empty: OptimizeKernel is UNAVAILABLE
+  std::function<std::string()> gpu;  // the GPU measured on, "" while unknown (ServerParts::gpu)
 };
 
 class KernelSearchService final : public v1::KernelSearch::CallbackService {
@@ -94,6 +95,7 @@ class KernelSearchService final : public v1::KernelSearch::CallbackService {
       grpc::CallbackServerContext* context, const char* method, const absl::Status& check,
       std::function<absl::StatusOr<std::string>()> start);
   absl::Status CheckCapacity();
+  absl::Status CheckGpu(const v1::OptimizeKernelRequest& request);
   absl::Status Admit(const grpc::CallbackServerContext& context) const;  // auth + draining
   bool Register(ProgressStream* s);    // false when at jobs.max_watchers or draining
   // A stream is done: unregistered, counted, its watch released on the executor.

@@ -73,6 +73,7 @@ ServeComponents TestComponents() {
     out.push_back(std::make_unique<ScriptedProposer>("embedded", std::move(script)));
     return out;
   };
+  c.gpu = "FAKE-GPU";  // what FakeEvaluator reports once it has measured
   return c;
 }
 
