@@ -16,6 +16,7 @@
 #include "server/rpc/metered_evaluator.h"
 #include "server/rpc/metrics.h"
 #include "server/rpc/server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "store/store.h"
 
@@ -128,6 +129,7 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // every thread made from here on inherits it
+  spdlog::set_default_logger(spdlog::stderr_color_mt("anvil-serve"));  // stdout stays clean
 
   absl::StatusOr<ServerOptions> options = ParseOptions(args, program);
   if (!options.ok()) return absl::IsCancelled(options.status()) ? 0 : Fail(options.status(), 2);
