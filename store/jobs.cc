@@ -255,7 +255,9 @@ absl::Status Store::RecordHeartbeat(const std::string& worker_id) {
 absl::StatusOr<std::vector<WorkerRecord>> Store::ListWorkers() {
   absl::MutexLock lock(&mu_);
   STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, hostname, gpus, build_jobs, versions, "
-                                              "registered_at, last_heartbeat_at, state "
+                                              "registered_at, last_heartbeat_at, state, "
+                                              "quarantine_reason, infra_failures, builds, "
+                                              "build_seconds, measures, measure_seconds "
                                               "FROM workers ORDER BY id"));
   std::vector<WorkerRecord> workers;
   while (true) {
@@ -271,6 +273,12 @@ absl::StatusOr<std::vector<WorkerRecord>> Store::ListWorkers() {
     w.registered_unix_ms = s.Int(5);
     w.last_heartbeat_unix_ms = s.Int(6);
     w.state = s.Text(7);
+    w.quarantine_reason = s.Text(8);
+    w.infra_failures = static_cast<int32_t>(s.Int(9));
+    w.builds = s.Int(10);
+    w.build_seconds = s.Real(11);
+    w.measures = s.Int(12);
+    w.measure_seconds = s.Real(13);
   }
 }
 
