@@ -152,6 +152,11 @@ class Store {
   absl::StatusOr<TaskResultOutcome> ReportTaskResult(const std::string& task_id, int32_t attempt,
                                                      const std::string& worker_id,
                                                      const std::string& result);
+  // Returns a lease to the queue at once (its holder could not run it for a
+  // reason that is not the candidate's); false when the lease was no longer
+  // the worker's (expired, re-leased, done).
+  absl::StatusOr<bool> ReleaseTask(const std::string& task_id, int32_t attempt,
+                                   const std::string& worker_id);
   // Returns expired leases to the queue; how many.
   absl::StatusOr<int64_t> ExpireLeases();
   absl::StatusOr<TaskRecord> GetTask(const std::string& task_id);

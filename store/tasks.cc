@@ -190,6 +190,18 @@ absl::StatusOr<TaskResultOutcome> Store::ReportTaskResult(const std::string& tas
   return TaskResultOutcome::kAccepted;
 }
 
+absl::StatusOr<bool> Store::ReleaseTask(const std::string& task_id, int32_t attempt,
+                                        const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_slot = NULL, "
+                           "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND attempt = ? "
+                           "AND lease_owner = ? AND state = 'leased'"));
+  s.BindInt(Now()).BindText(task_id).BindInt(attempt).BindText(worker_id);
+  STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("releasing task ", task_id)));
+  return db_->Changes() > 0;
+}
+
 absl::StatusOr<int64_t> Store::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   return RequeueExpired(*db_, Now());
