@@ -89,6 +89,7 @@ int RunWatch(const Globals& g, const std::string& job_id, const std::string& fig
 int RunCancel(const Globals& g, const std::string& job_id);
 // anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
 int RunServe(const std::vector<std::string>& args);
+int RunWorker(const std::vector<std::string>& args);
 
 }  // namespace anvil::cli
 

@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   xport->add_option("--out", *xreq.mutable_output_dir(), "with --server: the folder on the server");
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
   serve->prefix_command();  // its options are its own: server/CONFIG.md
-  CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
-  worker->allow_extras();
+  CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
+  worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
 
   std::string jstate;
   int jlimit = 50;
@@ -119,6 +119,12 @@ int main(int argc, char** argv) {
     }
     return RunServe(args);
   }
-  if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
+  if (*worker) {
+    std::vector<std::string> args = worker->remaining();
+    auto given = [&args](const char* flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+    if (!g.server.empty() && !given("--server")) args.insert(args.begin(), {"--server", g.server});
+    if (!g.token_file.empty() && !given("--token-file")) args.insert(args.begin(), {"--token-file", g.token_file});
+    return RunWorker(args);
+  }
   return kUsage;
 }
