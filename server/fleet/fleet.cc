@@ -2,13 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "proto/candidate.h"
 
 namespace anvil {
@@ -57,6 +58,17 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(Store* store, FleetOptions 
 void Fleet::Notify() {
   absl::MutexLock lock(&mu_);
   ++generation_;
+  changed_.SignalAll();
+}
+
+uint64_t Fleet::Generation() {
+  absl::MutexLock lock(&mu_);
+  return generation_;
+}
+
+void Fleet::WaitForChange(uint64_t seen, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  while (generation_ == seen && absl::Now() < deadline) changed_.WaitWithDeadline(&mu_, deadline);
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWorkerRequest& r) {
@@ -115,11 +127,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
   if (absl::Status st = store_->RecordHeartbeat(w->id); !st.ok()) return st;
   const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
   while (true) {
-    uint64_t seen;
-    {
-      absl::MutexLock lock(&mu_);
-      seen = generation_;
-    }
+    const uint64_t seen = Generation();
     q.take_builds = r.gpu_ordinal() < 0 || !BuildWorkerAlive();
     absl::StatusOr<std::optional<TaskRecord>> t = store_->LeaseTask(q);
     if (!t.ok()) return t.status();
@@ -134,10 +142,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
     }
     if (absl::Now() >= deadline) return out;
     // Wake on a queue change, or poll now and then (a lease may expire).
-    absl::MutexLock lock(&mu_);
-    auto changed = [this, seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return generation_ != seen; };
-    mu_.AwaitWithDeadline(absl::Condition(&changed),
-                          std::min(deadline, absl::Now() + absl::Milliseconds(250)));
+    WaitForChange(seen, std::min(deadline, absl::Now() + absl::Milliseconds(250)));
   }
 }
 
@@ -255,11 +260,7 @@ absl::StatusOr<std::string> Fleet::Submit(const v1::Task& task, const std::strin
 
 absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id, absl::Time deadline) {
   while (true) {
-    uint64_t seen;
-    {
-      absl::MutexLock lock(&mu_);
-      seen = generation_;
-    }
+    const uint64_t seen = Generation();
     absl::StatusOr<TaskRecord> t = store_->GetTask(task_id);
     if (!t.ok()) return t.status();
     if (t->state == "done") {
@@ -273,10 +274,7 @@ absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id,
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("no result for task ", task_id, " in time"));
     }
-    absl::MutexLock lock(&mu_);
-    auto changed = [this, seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return generation_ != seen; };
-    mu_.AwaitWithDeadline(absl::Condition(&changed),
-                          std::min(deadline, absl::Now() + absl::Milliseconds(500)));
+    WaitForChange(seen, std::min(deadline, absl::Now() + absl::Milliseconds(500)));
   }
 }
 

@@ -79,7 +79,11 @@ class Fleet {
   Store* store_;
   const FleetOptions options_;
   absl::Mutex mu_;
+  absl::CondVar changed_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every queue change
+  // Waits until generation_ moves past `seen` or `deadline`.
+  void WaitForChange(uint64_t seen, absl::Time deadline);
+  uint64_t Generation();
 };
 
 }  // namespace anvil

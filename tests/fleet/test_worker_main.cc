@@ -9,6 +9,8 @@
 //   ANVIL_TEST_INFRA_FAIL  1: every measure fails as the node's fault
 // The test evaluator writes a real artifact per build (the candidate id) and
 // refuses to measure one whose bytes are not that candidate's.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>

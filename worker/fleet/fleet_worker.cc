@@ -181,10 +181,12 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
     m.recheck = task.recheck();
     m.known_lt_algos.assign(task.known_lt_algos().begin(), task.known_lt_algos().end());
     absl::StatusOr<std::string> local = LocalArtifact(m.build.artifact());
-    absl::StatusOr<MeasureResult> res = local.status();
+    absl::StatusOr<MeasureResult> res = absl::UnknownError("not measured");
     if (local.ok()) {
       m.build.set_artifact(*local);
       res = std::move(evaluator.Measure({m}).front());
+    } else {
+      res = local.status();
     }
     if (res.ok()) {
       for (const v1::Measurement& x : res->measurements) *r.add_measurements() = x;
