@@ -179,7 +179,13 @@ class FleetTest : public ::testing::Test {
 
   // Every measure task done has its result, and the measurements stored are
   // exactly one per (candidate, problem) of the tasks: nothing lost, nothing twice.
+  // Tasks a killed server's evaluator had queued are finished by the workers
+  // all the same (their results stored, read by no one): wait for the queue
+  // to drain first.
   void ExpectNothingLostOrDoubled() {
+    for (int i = 0; i < 300 && RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')") > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')"), 0);
     EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done' AND result IS NULL"), 0);
     EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM (SELECT candidate_id, problem_id, count(*) c "
