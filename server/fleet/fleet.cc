@@ -74,7 +74,11 @@ void Fleet::WaitForChange(uint64_t seen, absl::Time deadline) {
 absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWorkerRequest& r) {
   if (r.hostname().empty()) return absl::InvalidArgumentError("RegisterWorker: hostname is empty");
   WorkerRecord w;
-  w.id = absl::StrCat(r.hostname(), "-", RandomHex(4));
+  // The same node (host and GPU UUIDs) registers under the same id again, so
+  // a quarantine outlives a restart of the worker.
+  std::string node = r.hostname();
+  for (const v1::GpuInfo& g : r.gpus()) absl::StrAppend(&node, "/", g.uuid());
+  w.id = absl::StrCat(r.hostname(), "-", Sha256Hex(node).substr(0, 8));
   w.hostname = r.hostname();
   w.gpus.assign(r.gpus().begin(), r.gpus().end());
   w.build_jobs = r.build_jobs();

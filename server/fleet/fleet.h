@@ -44,6 +44,8 @@ class Fleet {
   // REQUIRES: options.artifact_dir set; created when missing.
   static absl::StatusOr<std::unique_ptr<Fleet>> Create(Store* store, FleetOptions options);
 
+  // The worker id is the hostname and a hash of it and the GPU UUIDs: a node
+  // that registers again gets its id (and its quarantine) back.
   absl::StatusOr<v1::RegisterWorkerResponse> Register(const v1::RegisterWorkerRequest& request);
   // Waits up to request.wait_s for a task the slot can take; an empty
   // response when none came. FailedPrecondition for a quarantined worker,
