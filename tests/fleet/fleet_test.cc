@@ -158,7 +158,7 @@ class FleetTest : public ::testing::Test {
     {
       auto c = Client();
       absl::Status st = c->OptimizeKernel(r, [&](const v1::JobProgress& p) {
-        job_id = p.job_id();
+        job_id = p.job().id();
         return false;  // detach at the first event
       });
       EXPECT_TRUE(st.ok()) << st;
