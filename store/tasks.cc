@@ -257,14 +257,6 @@ absl::StatusOr<std::vector<TaskRecord>> Store::ListTasks(const std::string& stat
   }
 }
 
-absl::StatusOr<WorkerRecord> Store::GetWorker(const std::string& worker_id) {
-  STORE_ASSIGN_OR_RETURN(std::vector<WorkerRecord> workers, ListWorkers());
-  for (WorkerRecord& w : workers) {
-    if (w.id == worker_id) return std::move(w);
-  }
-  return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
-}
-
 absl::StatusOr<WorkerRecord> Store::RecordWorkerRun(const std::string& worker_id,
                                                     const std::string& kind, double seconds,
                                                     bool infra_failure, const std::string& reason,

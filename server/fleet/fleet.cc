@@ -103,13 +103,15 @@ absl::StatusOr<WorkerRecord> Fleet::LiveWorker(const std::string& worker_id) {
 }
 
 bool Fleet::BuildWorkerAlive() {
+  const int64_t now = NowMs();
+  if (now - build_alive_checked_ms_ < 1000) return build_alive_;
   absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
   if (!all.ok()) return false;
-  const int64_t now = NowMs();
-  for (const WorkerRecord& w : *all) {
-    if (w.gpus.empty() && Alive(w, now, LeaseMs())) return true;
-  }
-  return false;
+  bool alive = false;
+  for (const WorkerRecord& w : *all) alive = alive || (w.gpus.empty() && Alive(w, now, LeaseMs()));
+  build_alive_ = alive;
+  build_alive_checked_ms_ = now;
+  return alive;
 }
 
 absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
@@ -128,7 +130,6 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
           absl::StrCat("worker ", w->id, " registered no GPU ", r.gpu_ordinal()));
     }
   }
-  if (absl::Status st = store_->RecordHeartbeat(w->id); !st.ok()) return st;
   const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
   while (true) {
     const uint64_t seen = Generation();

@@ -17,6 +17,7 @@
 #ifndef ANVIL_SERVER_FLEET_FLEET_H_
 #define ANVIL_SERVER_FLEET_FLEET_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +81,9 @@ class Fleet {
 
   Store* store_;
   const FleetOptions options_;
+  // BuildWorkerAlive's answer, kept for a second (every lease asks).
+  std::atomic<int64_t> build_alive_checked_ms_{0};
+  std::atomic<bool> build_alive_{false};
   absl::Mutex mu_;
   absl::CondVar changed_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every queue change
