@@ -253,20 +253,20 @@ TEST_F(FleetTest, KilledWorkersTasksAreLeasedAgainNothingLostOrDoubled) {
 }
 
 TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
-  ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "10"}}));
-  AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "50"}});
-  AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "50"}});
+  ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
+  AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
+  AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
   int polls = 0, server_kills = 0;
   int64_t done_before = 0;
   v1::Job job = RunJob(Request({"128x256x64", "512x512x64"}), [&] {
-    if (++polls % 10 != 0 || server_kills >= 2) return;
+    if (++polls % 8 != 0 || server_kills >= 2) return;
     server_->Kill(SIGKILL);
     server_->Wait(std::chrono::seconds(10));
     ++server_kills;
     done_before = RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'");
     EXPECT_EQ(RawText(db_, "PRAGMA integrity_check"), "ok");
     server_->KeepPort();  // the workers reconnect to the same port
-    ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "10"}}));
+    ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
     EXPECT_GE(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'"), done_before)
         << "an acknowledged result was lost by the restart";
   });
