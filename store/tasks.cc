@@ -75,6 +75,18 @@ absl::StatusOr<std::optional<std::string>> OldestQueued(Db& db, const std::strin
   return s.Text(0);
 }
 
+// Whether a lease could find work: a queued task the request can take, or
+// an expired lease to return to the queue.
+absl::StatusOr<bool> AnythingToLease(Db& db, const TaskLeaseRequest& r, int64_t now) {
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare("SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND "
+                         "((kind = 'measure' AND gpu = ? AND ? != '') OR (kind = 'build' AND ?))) "
+                         "OR EXISTS (SELECT 1 FROM tasks WHERE state = 'leased' AND lease_expires_at < ?)"));
+  s.BindText(r.gpu).BindText(r.gpu).BindInt(r.take_builds ? 1 : 0).BindInt(now);
+  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row && s.Int(0) != 0;
+}
+
 }  // namespace
 
 absl::Status Store::EnqueueTask(const TaskRecord& t) {
@@ -103,9 +115,12 @@ absl::StatusOr<std::optional<TaskRecord>> Store::LeaseTask(const TaskLeaseReques
     return absl::InvalidArgumentError("a lease needs a worker id and a positive lease time");
   }
   absl::MutexLock lock(&mu_);
+  const int64_t now = Now();
+  // Idle workers poll often: answer "nothing" with a read, not a write transaction.
+  STORE_ASSIGN_OR_RETURN(bool any, AnythingToLease(*db_, r, now));
+  if (!any) return std::nullopt;
   Transaction txn(*db_);
   STORE_RETURN_IF_ERROR(txn.Begin());
-  const int64_t now = Now();
   STORE_RETURN_IF_ERROR(RequeueExpired(*db_, now).status());
   std::optional<std::string> id;
   if (!r.gpu.empty()) {
