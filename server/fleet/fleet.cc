@@ -55,20 +55,27 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(Store* store, FleetOptions 
   return std::unique_ptr<Fleet>(new Fleet(store, std::move(options)));
 }
 
-void Fleet::Notify() {
+void Fleet::Notify(Event event) {
   absl::MutexLock lock(&mu_);
-  ++generation_;
-  changed_.SignalAll();
+  if (event == Event::kQueued) {
+    ++queued_;
+    queued_cv_.Signal();
+  } else {
+    ++results_;
+    result_cv_.SignalAll();
+  }
 }
 
-uint64_t Fleet::Generation() {
+uint64_t Fleet::Count(Event event) {
   absl::MutexLock lock(&mu_);
-  return generation_;
+  return event == Event::kQueued ? queued_ : results_;
 }
 
-void Fleet::WaitForChange(uint64_t seen, absl::Time deadline) {
+void Fleet::WaitFor(Event event, uint64_t seen, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  while (generation_ == seen && absl::Now() < deadline) changed_.WaitWithDeadline(&mu_, deadline);
+  uint64_t& count = event == Event::kQueued ? queued_ : results_;
+  absl::CondVar& cv = event == Event::kQueued ? queued_cv_ : result_cv_;
+  while (count == seen && absl::Now() < deadline) cv.WaitWithDeadline(&mu_, deadline);
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWorkerRequest& r) {
@@ -88,7 +95,6 @@ absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWor
   out.set_worker_id(w.id);
   out.set_lease_timeout_s(options_.lease_seconds);
   out.set_heartbeat_interval_s(options_.heartbeat_seconds);
-  Notify();
   return out;
 }
 
@@ -132,7 +138,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
   while (true) {
-    const uint64_t seen = Generation();
+    const uint64_t seen = Count(Event::kQueued);
     q.take_builds = r.gpu_ordinal() < 0 || !BuildWorkerAlive();
     absl::StatusOr<std::optional<TaskRecord>> t = store_->LeaseTask(q);
     if (!t.ok()) return t.status();
@@ -147,7 +153,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
     }
     if (absl::Now() >= deadline) return out;
     // Wake on a queue change, or poll now and then (a lease may expire).
-    WaitForChange(seen, std::min(deadline, absl::Now() + absl::Milliseconds(250)));
+    WaitFor(Event::kQueued, seen, std::min(deadline, absl::Now() + absl::Milliseconds(250)));
   }
 }
 
@@ -173,7 +179,7 @@ absl::StatusOr<v1::ReportResultResponse> Fleet::Report(const v1::ReportResultReq
     out.set_accepted(false);
     out.set_reason(absl::StrCat("infrastructure error recorded; task queued again",
                                 w->quarantine_reason.empty() ? "" : "; worker quarantined"));
-    Notify();
+    Notify(Event::kQueued);
     return out;
   }
   absl::StatusOr<TaskResultOutcome> outcome =
@@ -181,6 +187,7 @@ absl::StatusOr<v1::ReportResultResponse> Fleet::Report(const v1::ReportResultReq
   if (!outcome.ok()) return outcome.status();
   out.set_accepted(*outcome != TaskResultOutcome::kRefused);
   if (*outcome == TaskResultOutcome::kRefused) {
+    Notify(Event::kQueued);  // an expired lease may have gone back to the queue
     out.set_reason(absl::StrCat("late result refused: the lease of attempt ", r.attempt(),
                                 " had expired or the task was leased again"));
   }
@@ -189,7 +196,7 @@ absl::StatusOr<v1::ReportResultResponse> Fleet::Report(const v1::ReportResultReq
         store_->RecordWorkerRun(r.worker_id(), task->kind, r.seconds(), false, "", options_.quarantine_after);
     if (!w.ok()) return w.status();
   }
-  Notify();
+  Notify(Event::kResult);
   return out;
 }
 
@@ -259,13 +266,13 @@ absl::StatusOr<std::string> Fleet::Submit(const v1::Task& task, const std::strin
   t.gpu = gpu;
   t.payload = task.SerializeAsString();
   if (absl::Status st = store_->EnqueueTask(t); !st.ok()) return st;
-  Notify();
+  Notify(Event::kQueued);
   return t.id;
 }
 
 absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id, absl::Time deadline) {
   while (true) {
-    const uint64_t seen = Generation();
+    const uint64_t seen = Count(Event::kResult);
     absl::StatusOr<TaskRecord> t = store_->GetTask(task_id);
     if (!t.ok()) return t.status();
     if (t->state == "done") {
@@ -279,7 +286,7 @@ absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id,
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("no result for task ", task_id, " in time"));
     }
-    WaitForChange(seen, std::min(deadline, absl::Now() + absl::Milliseconds(500)));
+    WaitFor(Event::kResult, seen, std::min(deadline, absl::Now() + absl::Milliseconds(500)));
   }
 }
 

@@ -76,7 +76,11 @@ class Fleet {
   Fleet(Store* store, FleetOptions options) : store_(store), options_(std::move(options)) {}
   absl::StatusOr<WorkerRecord> LiveWorker(const std::string& worker_id);
   bool BuildWorkerAlive();
-  void Notify();
+  // Two events: a task was queued (wakes one lease waiter per task, not all
+  // of them: a hundred idle workers must not stampede the store) and a result
+  // came in (wakes every Await).
+  enum class Event { kQueued, kResult };
+  void Notify(Event event);
   int64_t LeaseMs() const { return static_cast<int64_t>(options_.lease_seconds * 1000); }
 
   Store* store_;
@@ -85,11 +89,12 @@ class Fleet {
   std::atomic<int64_t> build_alive_checked_ms_{0};
   std::atomic<bool> build_alive_{false};
   absl::Mutex mu_;
-  absl::CondVar changed_;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped on every queue change
-  // Waits until generation_ moves past `seen` or `deadline`.
-  void WaitForChange(uint64_t seen, absl::Time deadline);
-  uint64_t Generation();
+  absl::CondVar queued_cv_, result_cv_;
+  uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // bumped per event
+  uint64_t results_ ABSL_GUARDED_BY(mu_) = 0;
+  // Waits until the event's count moves past `seen`, or `deadline`.
+  void WaitFor(Event event, uint64_t seen, absl::Time deadline);
+  uint64_t Count(Event event);
 };
 
 }  // namespace anvil
