@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "anvil/v1/kernel_search.pb.h"
 #include "google/protobuf/message.h"
 
 namespace anvil::cli {
@@ -27,6 +29,11 @@ struct Globals {
   // --allow-no-isolation, or $ANVIL_ALLOW_NO_ISOLATION=1: build and run
   // untrusted kernels without namespace isolation where the node refuses it.
   bool allow_no_isolation = false;
+  // --server HOST:PORT (or $ANVIL_SERVER): talk to `anvil serve` instead of the store.
+  std::string server;
+  std::string token_file;       // --token-file; else $ANVIL_AUTH_TOKEN holds the token
+  bool tls = false;             // --tls: the server speaks TLS (system roots)
+  std::string tls_ca;           // --tls-ca FILE: PEM roots to trust instead (implies --tls)
 };
 
 // Prints one clear line for `status` and maps it to an exit code.
@@ -59,8 +66,13 @@ struct OptimizeArgs {
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
   std::string figure = "graph-cold";  // --figure: what a problem's best minimises
+  std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
+  bool detach = false;              // --detach: print the job id and leave it running (--server)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
+// The problems of an optimize command (--shapes, --shape; the development
+// shapes when neither is given), as a request with its figure and budget.
+absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a);
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
@@ -74,6 +86,26 @@ struct ExportArgs {
 };
 int RunExport(const Globals& g, const ExportArgs& a);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
+
+// Shared output of jobs and kernels (job_output.cc, kernels.cc): local mode
+// and --server print the same.
+void PrintProgress(const Globals& g, const v1::JobProgress& p);
+void PrintJobSummary(const Globals& g, const v1::Job& job, const std::string& figure);
+std::string JobStateName(v1::JobState state);
+void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, const std::string& figure,
+                  const std::string& where);
+
+// --server mode (remote.cc).
+absl::StatusOr<std::string> ClientToken(const Globals& g);  // "" when none
+int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a);
+int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
+int RunExportRemote(const Globals& g, const v1::ExportLibraryRequest& request);
+int RunJobs(const Globals& g, const std::string& state, int limit);
+int RunWatch(const Globals& g, const std::string& job_id, const std::string& figure);
+int RunCancel(const Globals& g, const std::string& job_id);
+// anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
+int RunServe(const std::vector<std::string>& args);
+int RunWorker(const std::vector<std::string>& args);
 
 }  // namespace anvil::cli
 

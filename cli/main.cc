@@ -1,4 +1,5 @@
 // anvil: the command-line front of Anvil. See README.md for the commands.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -25,6 +26,13 @@ int main(int argc, char** argv) {
                "where the node refuses namespaces, build and run untrusted kernels with "
                "process-level protections only (no private filesystem, network or pids); "
                "default: refuse (also $ANVIL_ALLOW_NO_ISOLATION=1)");
+  if (const char* server = std::getenv("ANVIL_SERVER")) g.server = server;
+  app.add_option("--server", g.server,
+                 "HOST:PORT of `anvil serve`: optimize, kernels, export, jobs, watch and cancel "
+                 "talk to it instead of the store (default: $ANVIL_SERVER)");
+  app.add_option("--token-file", g.token_file, "bearer token for --server (default: $ANVIL_AUTH_TOKEN)");
+  app.add_flag("--tls", g.tls, "--server speaks TLS (system roots)");
+  app.add_option("--tls-ca", g.tls_ca, "PEM roots to trust for --server (implies --tls)");
   app.footer("Exit codes: 0 ok, 1 Anvil failed, 2 bad arguments, 3 not possible here "
              "(no GPU / not built yet / no isolation), 4 database unusable, 5 the candidate "
              "failed (its verdict and reason are printed).");
@@ -42,6 +50,9 @@ int main(int argc, char** argv) {
   optimize->add_option("--figure", opt.figure,
                        "what a problem's best minimises: graph-cold (default: CUDA-graph replay "
                        "with operands streamed from DRAM), graph-hot, device, cold, warm or call");
+  optimize->add_option("--request-id", opt.request_id,
+                       "with --server: an id making the call idempotent (a retry attaches to the same job)");
+  optimize->add_flag("--detach", opt.detach, "with --server: print the job id and leave it running");
   optimize->add_option("--transfer-from", opt.transfer_from,
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");
@@ -76,9 +87,23 @@ int main(int argc, char** argv) {
   xport->add_option("--out", ex.out_dir, "package directory (a previous export there is replaced)")->required();
   xport->add_option("--margin", ex.margin, "required win over the best baseline in both regimes (default 0.02)")
       ->check(CLI::Range(0.0, 0.99));
-  CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
-  CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
-  for (CLI::App* sub : {serve, worker}) sub->allow_extras();
+  CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
+  serve->prefix_command();  // its options are its own: server/CONFIG.md
+  CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
+  worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
+
+  std::string jstate;
+  int jlimit = 50;
+  CLI::App* jobs = app.add_subcommand("jobs", "list the server's jobs, newest first (--server)");
+  jobs->add_option("--state", jstate, "only queued, running, succeeded, failed or cancelled");
+  jobs->add_option("--limit", jlimit, "most jobs listed (default 50)")->check(CLI::Range(1, 10000));
+  std::string wjob, wfigure = "graph-cold";
+  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress until it ends (--server)");
+  watch->add_option("job", wjob, "job id (anvil jobs lists them)")->required();
+  watch->add_option("--figure", wfigure, "the figure of the summary table");
+  std::string cjob;
+  CLI::App* cancel = app.add_subcommand("cancel", "stop a job; what it measured stays (--server)");
+  cancel->add_option("job", cjob, "job id")->required();
 
   try {
     app.parse(argc, argv);
@@ -88,12 +113,39 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
-  if (*optimize) return RunOptimize(g, opt);
+  for (CLI::App* remote_only : {jobs, watch, cancel}) {
+    if (*remote_only && g.server.empty()) {
+      std::cerr << "anvil " << remote_only->get_name() << ": needs --server HOST:PORT (or $ANVIL_SERVER)\n";
+      return kUsage;
+    }
+  }
+  if (*optimize) return g.server.empty() ? RunOptimize(g, opt) : RunOptimizeRemote(g, opt);
+  if (*jobs) return RunJobs(g, jstate, jlimit);
+  if (*watch) return RunWatch(g, wjob, wfigure);
+  if (*cancel) return RunCancel(g, cjob);
   if (*eval) return RunEval(g, ev);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
+  if (*xport && !g.server.empty()) {
+    anvil::v1::ExportLibraryRequest xreq;
+    xreq.set_output_dir(ex.out_dir);
+    return RunExportRemote(g, xreq);
+  }
   if (*xport) return RunExport(g, ex);
-  if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");
-  if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
+  if (*serve) {
+    std::vector<std::string> args = serve->remaining();
+    const bool db_given = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
+    if (db_given && std::find(args.begin(), args.end(), "--server-db") == args.end()) {
+      args.insert(args.begin(), {"--server-db", g.db});
+    }
+    return RunServe(args);
+  }
+  if (*worker) {
+    std::vector<std::string> args = worker->remaining();
+    auto given = [&args](const char* flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+    if (!g.server.empty() && !given("--server")) args.insert(args.begin(), {"--server", g.server});
+    if (!g.token_file.empty() && !given("--token-file")) args.insert(args.begin(), {"--token-file", g.token_file});
+    return RunWorker(args);
+  }
   return kUsage;
 }

@@ -191,11 +191,38 @@ constexpr const char kSchemaV4[] =
     "CREATE UNIQUE INDEX jobs_request_id ON jobs (request_id) WHERE request_id IS NOT NULL;"
     "ALTER TABLE job_problems ADD COLUMN status TEXT NOT NULL DEFAULT '';";
 
+// The fleet's task queue and leases (store/SCHEMA.md, "Tasks"): one row per
+// build or measure task, leased to one worker slot at a time; attempt counts
+// the leases, so a result is keyed by task id and attempt and a late result
+// of an expired lease is told apart. Workers gain a quarantine reason, their
+// consecutive infrastructure failures and build and measure throughput.
+constexpr const char kSchemaV5[] =
+    "CREATE TABLE tasks ("
+    "  id TEXT PRIMARY KEY,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('build', 'measure')),"
+    "  job_id TEXT, candidate_id TEXT NOT NULL, gpu TEXT NOT NULL DEFAULT '',"
+    "  payload BLOB NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'cancelled')),"
+    "  attempt INTEGER NOT NULL DEFAULT 0, expired_leases INTEGER NOT NULL DEFAULT 0,"
+    "  lease_owner TEXT, lease_slot INTEGER, lease_expires_at INTEGER,"
+    "  result BLOB, result_attempt INTEGER, result_worker TEXT,"
+    "  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);"
+    "CREATE INDEX tasks_queue ON tasks (state, kind, gpu, created_at);"
+    "CREATE INDEX tasks_lease_expiry ON tasks (lease_expires_at) WHERE state = 'leased';"
+    "CREATE INDEX tasks_job ON tasks (job_id);"
+    "ALTER TABLE workers ADD COLUMN quarantine_reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE workers ADD COLUMN infra_failures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN builds INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN build_seconds REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN measures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN measure_seconds REAL NOT NULL DEFAULT 0;";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
     {4, kSchemaV4},
+    {5, kSchemaV5},
 };
 
 struct Header {

@@ -1,0 +1,122 @@
+#include "server/rpc/metrics.h"
+
+#include <exception>
+#include <filesystem>
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace anvil::rpc {
+namespace {
+
+// Build and measure latencies span milliseconds (a fake evaluator, a cache
+// hit) to minutes (nvcc on a large template, a slow runner).
+const prometheus::Histogram::BucketBoundaries kSecondsBuckets = {
+    0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 20, 40, 80, 160, 320};
+const prometheus::Histogram::BucketBoundaries kRewardBuckets = {
+    -2, -1, -0.5, 0, 0.5, 0.8, 0.9, 1, 1.05, 1.1, 1.2, 1.5, 2};
+
+}  // namespace
+
+// The registry, and at each scrape the gauges refreshed from the snapshot.
+struct ServerMetrics::Impl : prometheus::Collectable {
+  std::function<MetricsSnapshot()> snapshot;
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Gauge>& jobs =
+      prometheus::BuildGauge().Name("anvil_jobs").Help("Jobs in the store by state").Register(*registry);
+  prometheus::Gauge& queue = prometheus::BuildGauge().Name("anvil_job_queue_depth")
+      .Help("Jobs accepted and waiting for a slot").Register(*registry).Add({});
+  prometheus::Gauge& streams = prometheus::BuildGauge().Name("anvil_progress_streams")
+      .Help("Open OptimizeKernel and WatchJob streams").Register(*registry).Add({});
+  prometheus::Gauge& store = prometheus::BuildGauge().Name("anvil_store_bytes")
+      .Help("Size of the SQLite store with its WAL").Register(*registry).Add({});
+  prometheus::Family<prometheus::Counter>& built = prometheus::BuildCounter()
+      .Name("anvil_candidates_built_total").Help("Candidates built, by outcome").Register(*registry);
+  prometheus::Family<prometheus::Counter>& measured = prometheus::BuildCounter()
+      .Name("anvil_candidates_measured_total").Help("Measurements taken, by verdict").Register(*registry);
+  prometheus::Histogram& build_s = prometheus::BuildHistogram().Name("anvil_build_seconds")
+      .Help("Wall time of one candidate's build").Register(*registry).Add({}, kSecondsBuckets);
+  prometheus::Histogram& measure_s = prometheus::BuildHistogram().Name("anvil_measure_seconds")
+      .Help("Wall time of one measurement").Register(*registry).Add({}, kSecondsBuckets);
+  prometheus::Histogram& reward = prometheus::BuildHistogram().Name("anvil_reward")
+      .Help("Rewards given to candidates").Register(*registry).Add({}, kRewardBuckets);
+  prometheus::Family<prometheus::Counter>& rpcs = prometheus::BuildCounter()
+      .Name("anvil_rpcs_total").Help("Finished RPCs by method and status code").Register(*registry);
+  std::unique_ptr<prometheus::Exposer> exposer;
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    if (snapshot) {
+      MetricsSnapshot s = snapshot();
+      for (const auto& [state, n] : s.jobs_by_state) jobs.Add({{"state", state}}).Set(static_cast<double>(n));
+      queue.Set(static_cast<double>(s.queue_depth));
+      store.Set(static_cast<double>(s.store_bytes));
+    }
+    return registry->Collect();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(
+    const std::string& listen, std::function<MetricsSnapshot()> snapshot) {
+  auto impl = std::make_shared<Impl>();
+  impl->snapshot = std::move(snapshot);
+  if (!listen.empty()) {
+    try {  // civetweb reports a port it cannot bind by throwing
+      impl->exposer = std::make_unique<prometheus::Exposer>(listen, 2);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": ", e.what()));
+    }
+    impl->exposer->RegisterCollectable(impl);
+  }
+  return std::unique_ptr<ServerMetrics>(new ServerMetrics(std::move(impl)));
+}
+
+// The exposer stops (joining its threads) before the registry goes away.
+ServerMetrics::~ServerMetrics() { impl_->exposer.reset(); }
+
+int ServerMetrics::port() const {
+  if (!impl_->exposer) return 0;
+  std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : ports[0];
+}
+
+void ServerMetrics::CandidateBuilt(bool ok, double seconds) {
+  impl_->built.Add({{"outcome", ok ? "ok" : "failed"}}).Increment();
+  impl_->build_s.Observe(seconds);
+}
+
+void ServerMetrics::CandidateMeasured(const std::string& verdict, double seconds) {
+  impl_->measured.Add({{"verdict", verdict}}).Increment();
+  impl_->measure_s.Observe(seconds);
+}
+
+void ServerMetrics::Rewarded(double value) { impl_->reward.Observe(value); }
+
+void ServerMetrics::RpcFinished(const std::string& method, const std::string& code) {
+  impl_->rpcs.Add({{"method", method}, {"code", code}}).Increment();
+}
+
+void ServerMetrics::StreamOpened() { impl_->streams.Increment(); }
+void ServerMetrics::StreamClosed() { impl_->streams.Decrement(); }
+
+std::string ServerMetrics::Text() {
+  return prometheus::TextSerializer().Serialize(impl_->Collect());
+}
+
+int64_t StoreBytes(const std::string& db_path) {
+  std::error_code ec;
+  int64_t total = 0;
+  for (const std::string& p : {db_path, db_path + "-wal"}) {
+    const auto n = std::filesystem::file_size(p, ec);
+    if (!ec) total += static_cast<int64_t>(n);
+  }
+  return total;
+}
+
+}  // namespace anvil::rpc
