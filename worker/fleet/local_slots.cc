@@ -69,7 +69,7 @@ FleetWorkerComponents LocalWorkerComponents() {
   c.gpus = CudaGpus;
   c.versions = Versions;
   c.evaluator = [](int ordinal) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
-    LocalWorkerOptions o;
+    LocalEvaluatorOptions o;
     o.device = ordinal < 0 ? 0 : ordinal;
     o.build_jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
     absl::StatusOr<std::unique_ptr<LocalEvaluator>> e = LocalEvaluator::Create(o);
