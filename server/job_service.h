@@ -90,7 +90,7 @@ struct JobServiceOptions {
   v1::Budget default_budget;                 // fields a request leaves zero
   std::string default_figure;                // a request without reward_figure; REQUIRES: set
   int build_chunk = 16;                      // candidates per build/measure round
-  int pending_per_proposer = 64;             // proposals asked for ahead (the scheduler's choice)
+  int pending_per_proposer = 256;            // proposals asked for ahead: what the fair scheduler chooses from
   double plateau_gain = 0.005;               // a best improving less is no gain (plateau)
 };
 
@@ -99,6 +99,8 @@ class Watch {
  public:
   virtual ~Watch() = default;
 };
+
+class JobRun;  // server/job_run.h
 
 class JobService {
  public:
@@ -133,18 +135,20 @@ class JobService {
   void Shutdown();
 
  private:
-  class JobRun;
   explicit JobService(JobServiceOptions options);
   struct Watcher;
-  void Emit(const JobEvent& event);
-  absl::StatusOr<v1::Job> RunLocked(const std::string& job_id);
+  class WatchHandle;
+  void Emit(const std::string& job_id, const JobEvent& event);
+  absl::StatusOr<v1::OptimizeKernelRequest> Complete(const v1::OptimizeKernelRequest& request) const;
+  absl::StatusOr<std::shared_ptr<JobRun>> Prepare(const std::string& job_id);
+  absl::StatusOr<v1::Job> Finish(const std::string& job_id, JobRun& run,
+                                 const absl::StatusOr<v1::JobState>& end);
 
   JobServiceOptions options_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<JobRun>> running_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::thread> threads_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
-  int64_t next_watcher_ ABSL_GUARDED_BY(mu_) = 0;
+  std::multimap<std::string, std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace anvil
