@@ -57,6 +57,9 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a);
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
 int RunDoctor(const Globals& g);
+// The job's LLM samples as JSON Lines (format "jsonl") to out_path ("" or "-": stdout).
+int RunExportTrajectories(const Globals& g, const std::string& job, const std::string& format,
+                          const std::string& out_path);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
 
 }  // namespace anvil::cli

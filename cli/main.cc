@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  std::string tjob, tformat = "jsonl", tout;
+  CLI::App* traj = app.add_subcommand("export-trajectories",
+                                      "a job's LLM prompts, responses, rewards and advantages for RL");
+  traj->add_option("--job", tjob, "the job's id")->required();
+  traj->add_option("--format", tformat, "jsonl (TRL prompt-completion with reward, advantage)");
+  traj->add_option("--out", tout, "output file (default: stdout)");
   CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
   CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
@@ -73,6 +79,7 @@ int main(int argc, char** argv) {
   if (*eval) return RunEval(g, ev);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
+  if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
   if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
   if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");
   if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");

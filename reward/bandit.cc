@@ -33,6 +33,12 @@ void Ucb1::Update(int arm, double payoff) {
   sum_[arm] += std::clamp(payoff, 0.0, 1.0);
 }
 
+void Ucb1::Set(int arm, int pulls, double payoff_sum) {
+  total_ += pulls - pulls_[arm];
+  pulls_[arm] = pulls;
+  sum_[arm] = payoff_sum;
+}
+
 std::string Ucb1::Describe() const {
   std::vector<std::string> parts;
   for (size_t i = 0; i < arms_.size(); ++i) {

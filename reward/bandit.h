@@ -19,6 +19,8 @@ class Ucb1 {
   int Choose(const std::vector<bool>& allowed = {}) const;
   // Records one pull of `arm` with payoff clamped to [0, 1].
   void Update(int arm, double payoff);
+  // Replaces an arm's statistics (for callers that keep their own counts).
+  void Set(int arm, int pulls, double payoff_sum);
 
   const std::vector<std::string>& arms() const { return arms_; }
   int pulls(int arm) const { return pulls_[arm]; }
