@@ -49,7 +49,8 @@ int Knob(const std::string& source, const std::string& name) {
 // Builds fail on a source marked ANVIL_BROKEN_SYNTAX; a source marked
 // ANVIL_WRONG_INDEX is measured incorrect; otherwise the time falls with the
 // pipeline depth and K tile: 60 + 160/stages + 640/bk us (+ M/1000), against
-// a baseline of 105 us, so a 4-stage, 64-wide variant beats the 4-stage, 32-wide one.
+// a baseline of 125 us: a 4-stage, 64-wide variant (110 us) beats a 4-stage,
+// 32-wide one (120 us), and a 2-stage one (160 us) is slower than the baseline.
 class KnobTimedEvaluator : public CandidateEvaluator {
  public:
   std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
@@ -103,7 +104,7 @@ class KnobTimedEvaluator : public CandidateEvaluator {
     m.mutable_timings()->mutable_device()->set_median_us(us);
     v1::Baseline* b = m.add_baselines();
     b->set_name("cublas");
-    b->mutable_timings()->mutable_device()->set_median_us(105 + s.m() / 1000.0);
+    b->mutable_timings()->mutable_device()->set_median_us(125 + s.m() / 1000.0);
     (*m.mutable_profile())["hw.sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 10.0 * stages;
     return m;
   }
@@ -150,7 +151,6 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
   std::unique_ptr<llm::Client> client = std::move(*llm::Client::Create(co));
   StoreLlmRecorder recorder(*store_);
   KnobTimedEvaluator evaluator;
-  LlmProposer* proposer = nullptr;
   JobServiceOptions o;
   o.store = store_.get();
   o.evaluator = &evaluator;
@@ -165,7 +165,6 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
     lo.max_prompts = 6;
     absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
     if (!p.ok()) return p.status();
-    proposer = p->get();
     std::vector<std::unique_ptr<Proposer>> out;
     out.push_back(std::move(*p));
     return out;
@@ -202,9 +201,15 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
     for (const LlmSample& s : e.samples) {
       ++statuses[s.status];
       rewarded += s.reward.has_value();
-      if (s.advantage.has_value()) sum += *s.advantage, ++scored, ++with_advantage;
+      if (s.advantage.has_value()) {
+        sum += *s.advantage;
+        ++scored;
+        ++with_advantage;
+      }
     }
-    if (scored > 1) EXPECT_NEAR(sum, 0, 1e-6) << "advantages are group-normalised";
+    if (scored > 1) {
+      EXPECT_NEAR(sum, 0, 1e-6) << "advantages are group-normalised";
+    }
     if (e.recipe == "repair") {
       EXPECT_TRUE(e.prompt.find("did not compile") != std::string::npos ||
                   e.prompt.find("was incorrect") != std::string::npos) << e.prompt;
@@ -224,7 +229,8 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
                    e.prompt.find("tensor pipe busy") != std::string::npos;
   }
   EXPECT_TRUE(contrastive);
-  EXPECT_FALSE(proposer->Describe().empty());
+  // The recipe bandit tries every recipe before it favours one.
+  EXPECT_GE((recipes["contrast"] > 0) + (recipes["neighbours"] > 0) + (recipes["best"] > 0), 2);
 
   // The export: one JSON line per rewarded sample, TRL's conversational shape.
   std::stringstream jsonl;

@@ -67,6 +67,8 @@ LlmProposer::LlmProposer(LlmProposerOptions options, PromptBuilder builder, std:
       extractor_(options_.policy),
       bandit_(LlmRecipes(), options_.exploration) {}
 
+LlmProposer::~LlmProposer() = default;
+
 absl::StatusOr<std::vector<Proposal>> LlmProposer::Propose(const SearchView& view, int n) {
   if (view.final_phase) return Rechecks(view);
   std::vector<Proposal> out;

@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::strin
 class LlmProposer : public Proposer {
  public:
   static absl::StatusOr<std::unique_ptr<LlmProposer>> Create(LlmProposerOptions options);
+  ~LlmProposer() override;
 
   const std::string& name() const override { return name_; }
   absl::StatusOr<std::vector<Proposal>> Propose(const SearchView& view, int n) override;
