@@ -13,7 +13,7 @@
 #include "proto/candidate.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
-#include "server/local_worker.h"
+#include "server/local_evaluator.h"
 
 namespace anvil::cli {
 namespace {
@@ -113,6 +113,36 @@ absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
   return c;
 }
 
+// Measures a candidate on the shapes (nothing for a failed build).
+absl::StatusOr<MeasureResult> MeasureOnce(CandidateEvaluator& evaluator, const v1::Candidate& c,
+                                          const v1::Build& build, const std::vector<v1::Shape>& shapes) {
+  if (build.verdict() != v1::VERDICT_PASSED) return MeasureResult();
+  MeasureRequest r;
+  r.candidate = c;
+  r.build = build;
+  r.shapes = shapes;
+  std::vector<absl::StatusOr<MeasureResult>> out = evaluator.Measure({r});
+  if (out.empty()) return absl::InternalError("the evaluator answered nothing");
+  return out[0];
+}
+
+// `anvil eval --store`: the candidate, its build, its measurements (in no
+// job) and the cuBLASLt choices its runner tuned.
+absl::Status StoreEvaluation(Store& store, const v1::Candidate& c, const v1::Build& build,
+                             const MeasureResult& out) {
+  if (absl::Status st = store.PutCandidate(c); !st.ok()) return st;
+  if (absl::StatusOr<int64_t> id = store.PutBuild(build); !id.ok()) return id.status();
+  if (absl::StatusOr<std::vector<int64_t>> ids = store.PutMeasurements(out.measurements); !ids.ok()) {
+    return ids.status();
+  }
+  for (const v1::LtAlgo& a : out.tuned) {
+    if (out.measurements.empty()) break;
+    const v1::Problem p = MakeProblem(a.gpu(), out.measurements[0].problem().arch(), a.shape(), a.layout());
+    if (absl::Status st = store.PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0}); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunEval(const Globals& g, const EvalArgs& a) {
@@ -130,13 +160,13 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     if (!s.ok()) return Report(s.status(), kDatabase);
     store = std::move(*s);
   }
-  LocalWorkerOptions options;
+  LocalEvaluatorOptions options;
   options.protocol.set_rounds(a.rounds);
   options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
-  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(options);
-  if (!worker.ok()) return Report(worker.status(), kUnavailable);
-  std::vector<absl::StatusOr<v1::Build>> builds = (*worker)->BuildAll({*c});
+  absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(options);
+  if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
+  std::vector<absl::StatusOr<v1::Build>> builds = (*evaluator)->Build({*c});
   if (!builds[0].ok()) return Report(builds[0].status(), kFailed);
   if (!g.json) PrintBuild(*c, *builds[0]);
   std::string why;
@@ -144,8 +174,11 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     std::cerr << "anvil: built, but cannot measure: " << why << ". " << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
-  absl::StatusOr<CandidateOutcome> out = (*worker)->Measure(*c, *builds[0], shapes, store.get(), std::nullopt);
+  absl::StatusOr<MeasureResult> out = MeasureOnce(**evaluator, *c, *builds[0], shapes);
   if (!out.ok()) return Report(out.status(), kFailed);
+  if (store) {
+    if (absl::Status st = StoreEvaluation(*store, *c, *builds[0], *out); !st.ok()) return Report(st, kDatabase);
+  }
   for (const v1::Measurement& m : out->measurements) {
     if (!g.json) {
       PrintMeasurement(m);
@@ -154,11 +187,11 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     v1::Kernel k;  // one JSON line per problem
     *k.mutable_candidate() = *c;
     k.mutable_candidate()->clear_source();
-    *k.mutable_build() = out->build;
+    *k.mutable_build() = *builds[0];
     *k.mutable_measurement() = m;
     std::cout << ToJson(k) << "\n";
   }
-  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(out->build.verdict()) << "\"}}\n";
+  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(builds[0]->verdict()) << "\"}}\n";
   return kOk;
 }
 

@@ -1,6 +1,6 @@
 // anvil optimize: search kernels for problems on this node and store the
-// winners (local mode: proposer, builder, runner and store in one process
-// tree). Progress lines go to stdout as they happen; an interrupted or
+// winners (local mode: the coordinator's JobService in-process, with the
+// embedded proposer and this node's LocalEvaluator). Progress lines go to stdout as they happen; an interrupted or
 // budget-limited run resumes from the store when run again.
 #include <chrono>
 #include <cmath>
@@ -15,7 +15,10 @@
 #include "proto/problem.h"
 #include "reward/reward.h"
 #include "seeds/seeds.h"
-#include "server/search.h"
+#include "server/job_service.h"
+#include "server/local_evaluator.h"
+#include "server/proposers/embedded/embedded_proposer.h"
+#include "server/proposers/embedded/search.h"
 
 namespace anvil::cli {
 namespace {
@@ -58,6 +61,36 @@ absl::Status WriteCurve(const std::string& path, const std::string& figure,
   return absl::OkStatus();
 }
 
+// The in-process coordinator of local mode: the embedded proposer, this
+// node's evaluator, the store; `result` receives the search's own summary.
+absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
+    Store& store, CandidateEvaluator& evaluator, const std::vector<SeedFamily>& seeds,
+    const OptimizeArgs& a, int build_jobs, std::shared_ptr<std::optional<SearchResult>> result) {
+  JobServiceOptions o;
+  o.store = &store;
+  o.evaluator = &evaluator;
+  o.default_figure = a.figure;
+  o.build_chunk = std::max(8, 2 * build_jobs);
+  o.proposers = [&seeds, a, o_chunk = o.build_chunk, result](const v1::OptimizeKernelRequest&)
+      -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
+    EmbeddedProposerOptions e;
+    e.seeds = seeds;
+    e.search.budget_seconds = a.budget_minutes * 60;
+    e.search.seeds_only = a.seeds_only;
+    e.search.transfer_from = a.transfer_from;
+    e.search.figure = a.figure;
+    e.search.build_chunk = o_chunk;
+    e.progress = [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; };
+    e.on_done = [result](const absl::StatusOr<SearchResult>& r) {
+      if (r.ok()) *result = *r;
+    };
+    std::vector<std::unique_ptr<Proposer>> out;
+    out.push_back(std::make_unique<EmbeddedProposer>(std::move(e)));
+    return out;
+  };
+  return JobService::Create(std::move(o));
+}
+
 }  // namespace
 
 int RunOptimize(const Globals& g, const OptimizeArgs& a) {
@@ -75,54 +108,54 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
               << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
-  LocalWorkerOptions wo;
+  LocalEvaluatorOptions wo;
   wo.build_jobs = a.build_jobs > 0 ? a.build_jobs
                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
-  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(wo);
-  if (!worker.ok()) return Report(worker.status(), kUnavailable);
+  absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(wo);
+  if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
   absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(DefaultSeedsDir(Toolchain::ExecutableDir()));
   if (!seeds.ok()) return Report(seeds.status(), kFailed);
-  std::string job_id = absl::StrCat("job-", std::chrono::system_clock::now().time_since_epoch().count());
+  auto result = std::make_shared<std::optional<SearchResult>>();
+  absl::StatusOr<std::unique_ptr<JobService>> service =
+      LocalJobService(**store, **evaluator, *seeds, a, wo.build_jobs, result);
+  if (!service.ok()) return Report(service.status(), kFailed);
   v1::OptimizeKernelRequest req;
   req.set_proposer("embedded");
   req.set_reward_figure(a.figure);
+  req.mutable_budget()->set_max_wall_seconds(a.budget_minutes * 60);
   for (const ShapeSpec& s : *problems) {
     v1::Problem* p = req.add_problems();
     *p->mutable_shape() = s.shape;
     p->set_layout(s.layout);
-    p->set_dtype(v1::DTYPE_F16_F32ACC);
   }
-  if (absl::Status st = (*store)->CreateJob(job_id, req); !st.ok()) return Report(st, kDatabase);
-  (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_RUNNING);
+  absl::StatusOr<v1::Job> job = (*service)->CreateJob(req);
+  if (!job.ok()) return Report(job.status(), kDatabase);
   std::cout << absl::StrFormat(
       "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
       "%d nvcc jobs\n",
-      job_id, problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
-  SearchOptions so;
-  so.budget_seconds = a.budget_minutes * 60;
-  so.seeds_only = a.seeds_only;
-  so.transfer_from = a.transfer_from;
-  so.figure = a.figure;
-  so.build_chunk = std::max(8, 2 * wo.build_jobs);
-  absl::StatusOr<SearchResult> r =
-      RunSearch(*seeds, *problems, job_id, **worker, **store, so,
-                [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });
-  if (!r.ok()) {
-    (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_FAILED, std::string(r.status().message()));
-    return Report(r.status(), kFailed);
+      job->id(), problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+  absl::StatusOr<std::unique_ptr<Watch>> watch = (*service)->WatchJob(job->id(), [](const JobEvent& e) {
+    if (e.kind == JobEventKind::kProblemDone || e.kind == JobEventKind::kLog) {
+      std::cout << "  " << e.message << "\n" << std::flush;
+    }
+  });
+  absl::StatusOr<v1::Job> done = (*service)->RunJob(job->id());
+  if (!done.ok()) return Report(done.status(), kFailed);
+  if (done->state() != v1::JOB_STATE_SUCCEEDED || !result->has_value()) {
+    return Report(absl::InternalError(done->error().empty() ? "the search did not finish" : done->error()), kFailed);
   }
-  (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_SUCCEEDED);
+  const SearchResult* r = &**result;
   if (!a.curve_file.empty()) {
     if (absl::Status st = WriteCurve(a.curve_file, a.figure, r->curve); !st.ok()) return Report(st, kFailed);
   }
   const double minutes = std::max(r->wall_seconds, 1.0) / 60;
   std::cout << absl::StrFormat(
-      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building, %.0f s of it "
-      "not hidden by measuring), %d measurements (%.1f/min, %.0f s measuring)\n"
+      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min), %d measurements (%.1f/min; "
+      "%.0f s building and measuring, %.0f s on the GPU)\n"
       "best verified per problem (%s time):\n",
       minutes, r->budget_exhausted ? " (budget spent: rerun to resume)" : "", r->candidates_built,
-      r->build_failures, r->candidates_built / minutes, r->build_seconds, r->build_wait_seconds,
-      r->measurements, r->measurements / minutes, r->measure_seconds, a.figure);
+      r->build_failures, r->candidates_built / minutes, r->measurements, r->measurements / minutes,
+      r->measure_seconds, done->gpu_seconds(), a.figure);
   double log_sum = 0;
   int n = 0;
   for (const v1::ProblemProgress& p : r->problems) {

@@ -47,7 +47,7 @@ struct SeedFamily {
   std::vector<SeedRule> constraints;  // over ANVIL_<KNOB> and ANVIL_LAYOUT_NT/NN
   std::vector<std::map<std::string, std::string>> suggested;  // knob (no prefix) -> value
   // Cost-model terms (expressions over the same variables), e.g. tile_m,
-  // tile_n, tile_k, split_k, ctas_per_sm; see server/cost_model.h.
+  // tile_n, tile_k, split_k, ctas_per_sm; see server/proposers/embedded/cost_model.h.
   std::map<std::string, Expr> model;
   std::map<std::string, double> model_constants;  // e.g. efficiency, fixed_us
   std::string source;           // kernel.cu text

@@ -1,17 +1,47 @@
 #include "server/local_evaluator.h"
 
-#include "server/local_worker.h"
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 
 namespace anvil {
+namespace {
 
-absl::StatusOr<std::unique_ptr<LocalEvaluator>> LocalEvaluator::Create(LocalWorkerOptions options) {
+BuilderOptions MakeBuilderOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
+  BuilderOptions b;
+  b.toolchain = toolchain;
+  b.cache_dir = options.cache_dir;
+  b.jobs = options.build_jobs;
+  b.isolate = options.isolate;
+  return b;
+}
+
+EvaluatorOptions MakeEvaluatorOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
+  EvaluatorOptions e;
+  e.toolchain = toolchain;
+  e.device = options.device;
+  e.protocol = options.protocol;
+  e.isolate = options.isolate;
+  return e;
+}
+
+}  // namespace
+
+std::string DefaultBuildCacheDir() {
+  if (const char* c = std::getenv("ANVIL_CACHE")) return c;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return absl::StrCat(xdg, "/anvil/builds");
+  if (const char* home = std::getenv("HOME")) return absl::StrCat(home, "/.cache/anvil/builds");
+  return "/tmp/anvil-builds";
+}
+
+absl::StatusOr<std::unique_ptr<LocalEvaluator>> LocalEvaluator::Create(LocalEvaluatorOptions options) {
   absl::StatusOr<Toolchain> t = Toolchain::Find();
   if (!t.ok()) return t.status();
   if (options.cache_dir.empty()) options.cache_dir = DefaultBuildCacheDir();
   return std::unique_ptr<LocalEvaluator>(new LocalEvaluator(*t, options));
 }
 
-LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalWorkerOptions& options)
+LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options)
     : builder_(MakeBuilderOptions(toolchain, options)),
       evaluator_(MakeEvaluatorOptions(toolchain, options)) {}
 

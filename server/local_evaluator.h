@@ -15,23 +15,33 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/evaluator.h"
-#include "server/local_worker.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
 
 namespace anvil {
 
+struct LocalEvaluatorOptions {
+  std::string cache_dir;           // build cache; empty: DefaultBuildCacheDir()
+  int build_jobs = 2;              // parallel nvcc processes
+  int device = 0;                  // CUDA ordinal
+  v1::RunnerProtocol protocol;     // zero fields: runner defaults
+  bool isolate = true;             // namespaces where the node allows
+};
+
+// The build cache: $ANVIL_CACHE, else the XDG cache folder's anvil/builds.
+std::string DefaultBuildCacheDir();
+
 class LocalEvaluator : public CandidateEvaluator {
  public:
-  // Finds the toolchain; options as LocalWorker's.
-  static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalWorkerOptions options);
+  // Finds the toolchain (Unavailable without nvcc).
+  static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalEvaluatorOptions options);
 
   std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests) override;
   std::optional<v1::RunnerInfo> device() const override;
 
  private:
-  LocalEvaluator(Toolchain toolchain, const LocalWorkerOptions& options);
+  LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options);
   absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request);
 
   Builder builder_;

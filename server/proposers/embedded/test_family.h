@@ -1,8 +1,8 @@
 // A tiled seed family for the cost-model and search tests, described the way
 // seed.json does: tile and split-K knobs, a late raster knob, one rule, one
 // suggestion and the model terms. Its source is never compiled.
-#ifndef ANVIL_SERVER_TEST_FAMILY_H_
-#define ANVIL_SERVER_TEST_FAMILY_H_
+#ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_TEST_FAMILY_H_
+#define ANVIL_SERVER_PROPOSERS_EMBEDDED_TEST_FAMILY_H_
 
 #include "seeds/seeds.h"
 
@@ -44,4 +44,4 @@ inline SeedFamily SpecialisableTestFamily() {
 
 }  // namespace anvil
 
-#endif  // ANVIL_SERVER_TEST_FAMILY_H_
+#endif  // ANVIL_SERVER_PROPOSERS_EMBEDDED_TEST_FAMILY_H_

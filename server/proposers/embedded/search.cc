@@ -1,9 +1,8 @@
-#include "server/search.h"
+#include "server/proposers/embedded/search.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -54,9 +53,9 @@ struct ProblemState {
 class Search {
  public:
   Search(const std::vector<SeedFamily>& seeds, const std::vector<ShapeSpec>& problems,
-         const std::string& job_id, KernelWorker& worker, Store& store,
-         const SearchOptions& options, const ProgressFn& progress)
-      : seeds_(seeds), job_id_(job_id), worker_(worker), store_(store), options_(options),
+         const std::string& job_id, RoundChannel& channel, const SearchOptions& options,
+         const ProgressFn& progress)
+      : seeds_(seeds), job_id_(job_id), channel_(channel), history_(channel.history()), options_(options),
         progress_(progress), model_(options.device), start_(Now()),
         stage_deadline_(options.seeds_only ? options.budget_seconds
                                            : options.budget_seconds *
@@ -165,7 +164,6 @@ class Search {
       } else {
         pp.set_best_baseline_us(p.baseline_us);
       }
-      (void)store_.UpdateJobProblem(job_id_, pp);
       result_.problems.push_back(pp);
     }
     return result_;
@@ -186,7 +184,7 @@ class Search {
   // 0-2 have spent theirs (the rest is the evolve stage's).
   bool OverBudget() {
     const double s = Seconds();
-    if (s >= options_.budget_seconds) {
+    if (s >= options_.budget_seconds || channel_.final_phase()) {
       if (!result_.budget_exhausted) {
         progress_(absl::StrFormat("budget of %.0f s spent: stopping the search (rerun to resume)",
                                   options_.budget_seconds));
@@ -233,18 +231,18 @@ class Search {
       for (ProblemState& p : problems_) {
         if (p.spec.layout != c->candidate.layout()) continue;
         if (absl::Status st = Execute({{c, {&p}}}, /*within_budget=*/false); !st.ok()) return st;
-        if (worker_.runner_info()) break;
+        if (channel_.device()) break;
       }
-      if (worker_.runner_info()) break;
+      if (channel_.device()) break;
     }
-    if (!worker_.runner_info()) {
+    if (!channel_.device()) {
       return absl::UnavailableError("no seed configuration could be built and run on this GPU");
     }
     return absl::OkStatus();
   }
 
   void SetProblemKeys() {
-    const v1::RunnerInfo& info = *worker_.runner_info();
+    const v1::RunnerInfo info = *channel_.device();
     for (ProblemState& p : problems_) p.problem = MakeProblem(info.gpu(), info.arch(), p.spec.shape, p.spec.layout);
     model_ = CostModel([&] {
       DeviceModel d = options_.device;
@@ -267,13 +265,13 @@ class Search {
     }
     std::map<std::string, std::optional<v1::Candidate>> candidates;
     for (ProblemState& p : problems_) {
-      absl::StatusOr<std::vector<StoredMeasurement>> h = store_.SearchHistory(p.problem);
+      absl::StatusOr<std::vector<StoredMeasurement>> h = history_.SearchHistory(p.problem);
       if (!h.ok()) return h.status();
       for (const StoredMeasurement& m : *h) {
         const std::string& id = m.measurement.candidate_id();
         auto [it, fresh] = candidates.try_emplace(id);
         if (fresh) {
-          absl::StatusOr<v1::Candidate> c = store_.GetCandidate(id);
+          absl::StatusOr<v1::Candidate> c = history_.GetCandidate(id);
           if (c.ok()) it->second = *c;
         }
         ++resumed_;
@@ -308,7 +306,7 @@ class Search {
   bool CurrentId(const std::string& id) {
     auto it = current_.find(id);
     if (it != current_.end()) return it->second;
-    absl::StatusOr<v1::Candidate> c = store_.GetCandidate(id);
+    absl::StatusOr<v1::Candidate> c = history_.GetCandidate(id);
     return Current(c.ok() ? &*c : nullptr);
   }
 
@@ -384,12 +382,11 @@ class Search {
     p.verified_here = here;
   }
 
-  // Builds what is not built, then measures each configuration on its
-  // problems that have not seen it: compile once, measure many. The
-  // configurations with the most problems go first (then by id), in rounds of
-  // options_.build_chunk builds; the next round builds (nvcc, on the CPU)
-  // while this one is measured (on the GPU), so a budget that ends mid-stage
-  // leaves at most two rounds built and not measured.
+  // Proposes each configuration for its problems that have not seen it:
+  // compile once, measure many. The configurations with the most problems go
+  // first (then by id); the coordinator builds them in rounds and measures
+  // them until the stage's deadline (Proposal::measure_by), so a budget that
+  // ends mid-stage leaves at most two rounds built and not measured.
   absl::Status Execute(const std::map<Config*, std::vector<ProblemState*>>& plan,
                        bool within_budget = true) {
     std::vector<std::pair<size_t, Config*>> todo;
@@ -403,120 +400,91 @@ class Search {
     });
     if (todo.empty() || (within_budget && OverBudget())) return absl::OkStatus();
     progress_(absl::StrFormat("[%s] %d configurations to build and measure", stage_, todo.size()));
-    const size_t chunk = static_cast<size_t>(std::max(1, options_.build_chunk));
-    std::vector<std::vector<Config*>> rounds;
-    for (size_t i = 0; i < todo.size(); ++i) {
-      if (i % chunk == 0) rounds.emplace_back();
-      rounds.back().push_back(todo[i].second);
-    }
-    Builds next = StartBuilds(rounds[0]);
-    for (size_t r = 0; r < rounds.size(); ++r) {
-      if (absl::Status st = FinishBuilds(next); !st.ok()) return st;
-      const bool more = r + 1 < rounds.size() && !(within_budget && OverBudget());
-      if (more) next = StartBuilds(rounds[r + 1]);
-      for (Config* c : rounds[r]) {
-        if (c->failed || !c->build) continue;
-        if (within_budget && OverBudget()) break;
-        if (absl::Status st = Measure(*c, plan.at(c)); !st.ok()) return st;  // ~Builds waits
-      }
-      // Cut here, the next round has still built: the next pass records its
-      // failures (a rerun finds the rest in the build cache) and stops.
-      if (!more) break;
-    }
+    std::vector<Config*> all;
+    for (const auto& [n, c] : todo) all.push_back(c);
+    if (absl::Status st = ExchangeRound(all, plan, within_budget); !st.ok()) return st;
+    if (within_budget) OverBudget();  // says so when the stage or the budget was cut
     progress_(Status());
     return absl::OkStatus();
   }
 
-  // A round of builds under way on another thread: KernelWorker::BuildAll may
-  // run while Measure does. Everything else (the store included) stays on the
-  // search's thread. The future's destructor waits for the round.
-  struct Builds {
-    std::vector<Config*> configs;  // [i] is answered by the round's result [i]
-    std::future<std::pair<std::vector<absl::StatusOr<v1::Build>>, double>> round;
-  };
-
-  // Starts building those of `cs` not built yet; a build that failed in an
-  // earlier run marks its configuration failed instead.
-  Builds StartBuilds(const std::vector<Config*>& cs) {
-    Builds b;
-    std::vector<v1::Candidate> to_build;
-    for (Config* c : cs) {
-      if (c->build) continue;
-      absl::StatusOr<std::optional<v1::Build>> before = store_.LatestBuild(c->candidate.id());
+  // Hands a stage's plan to the coordinator (which builds it in rounds, the
+  // next building while this one is measured, measures each configuration on
+  // its problems until the stage's deadline, and stores everything) and takes
+  // in what came back. A configuration whose build failed in an earlier run
+  // is marked failed instead of proposed; a build that fails now marks it failed.
+  absl::Status ExchangeRound(const std::vector<Config*>& round,
+                             const std::map<Config*, std::vector<ProblemState*>>& plan,
+                             bool within_budget) {
+    const double deadline = std::min(options_.budget_seconds, stage_deadline_);
+    std::vector<Proposal> proposals;
+    std::vector<Config*> configs;
+    for (Config* c : round) {
+      if (c->failed) continue;
+      absl::StatusOr<std::optional<v1::Build>> before = history_.LatestBuild(c->candidate.id());
       if (before.ok() && *before && (*before)->verdict() != v1::VERDICT_PASSED) {
         c->failed = true;
         continue;
       }
-      to_build.push_back(c->candidate);
-      b.configs.push_back(c);
+      Proposal pr = ProposalFor(*c, plan.at(c));
+      if (pr.problems.empty()) continue;
+      if (within_budget) pr.measure_by = channel_.elapsed_at_start() + deadline;
+      proposals.push_back(std::move(pr));
+      configs.push_back(c);
     }
-    if (to_build.empty()) return b;
-    b.round = std::async(std::launch::async, [this, to_build = std::move(to_build)] {
-      const Clock::time_point t0 = Clock::now();  // not options_.clock: this is another thread
-      std::vector<absl::StatusOr<v1::Build>> builds = worker_.BuildAll(to_build);
-      return std::make_pair(std::move(builds), std::chrono::duration<double>(Clock::now() - t0).count());
-    });
-    return b;
-  }
-
-  // Waits for a round (the wait is the build time not hidden by measuring) and
-  // records it: a build that fails marks its configuration failed, and is
-  // stored so a rerun does not build it again.
-  absl::Status FinishBuilds(Builds& b) {
-    if (!b.round.valid()) return absl::OkStatus();
-    const Clock::time_point w0 = Now();
-    auto [builds, seconds] = b.round.get();
-    result_.build_wait_seconds += std::chrono::duration<double>(Now() - w0).count();
-    result_.build_seconds += seconds;
-    for (size_t i = 0; i < builds.size(); ++i) {
-      if (!builds[i].ok()) return builds[i].status();
-      Config* c = b.configs[i];
-      c->build = *builds[i];
-      ++result_.candidates_built;
-      if (builds[i]->verdict() != v1::VERDICT_PASSED) {
-        c->failed = true;
-        ++result_.build_failures;
-        progress_(absl::StrCat("[", stage_, "] ", c->candidate.name(), " did not build: ",
-                               v1::Verdict_Name(builds[i]->verdict()), " ",
-                               builds[i]->error().substr(0, 300)));
-        (void)worker_.Measure(c->candidate, *builds[i], {}, &store_, job_id_);
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // Measures a built configuration on those of `targets` that have not seen it,
-  // each once: a plan may name a problem twice (a seed suggestion that is the
-  // default; widen sending two problems' shared leader to a third), and one
-  // runner measuring a problem twice also tunes cuBLASLt for it twice and keeps
-  // the second tuning, however slower.
-  absl::Status Measure(Config& c, const std::vector<ProblemState*>& targets) {
-    std::vector<v1::Shape> shapes;
-    std::vector<ProblemState*> to;
-    for (ProblemState* p : targets) {
-      if (!p->measured.count(c.candidate.id()) && std::find(to.begin(), to.end(), p) == to.end()) {
-        shapes.push_back(p->spec.shape);
-        to.push_back(p);
-      }
-    }
-    if (shapes.empty()) return absl::OkStatus();
+    if (proposals.empty()) return absl::OkStatus();
     const Clock::time_point m0 = Now();
-    absl::StatusOr<CandidateOutcome> out = worker_.Measure(c.candidate, *c.build, shapes, &store_, job_id_);
+    absl::Status st = channel_.Exchange(std::move(proposals), [&](size_t i, const Observation& o) {
+      if (problems_.front().problem.gpu().empty() && channel_.device()) SetProblemKeys();
+      Take(*configs[i], o);
+    });
     result_.measure_seconds += std::chrono::duration<double>(Now() - m0).count();
-    if (!out.ok()) return out.status();
-    if (problems_.front().problem.gpu().empty() && worker_.runner_info()) SetProblemKeys();
-    for (size_t j = 0; j < out->measurements.size() && j < to.size(); ++j) {
-      ++result_.measurements;
-      Record(*to[j], &c.candidate, out->measurements[j], /*fresh=*/true);
+    return st;
+  }
+
+  // The configuration for those of `targets` that have not seen it, each
+  // once: a plan may name a problem twice (a seed suggestion that is the
+  // default; widen sending two problems' shared leader to a third), and one
+  // runner measuring a problem twice also tunes cuBLASLt for it twice and
+  // keeps the second tuning, however slower.
+  Proposal ProposalFor(const Config& c, const std::vector<ProblemState*>& targets) {
+    Proposal pr;
+    pr.candidate = c.candidate;
+    pr.stage = stage_;
+    for (ProblemState* p : targets) {
+      const int index = static_cast<int>(p - problems_.data());
+      if (!p->measured.count(c.candidate.id()) &&
+          std::find(pr.problems.begin(), pr.problems.end(), index) == pr.problems.end()) {
+        pr.problems.push_back(index);
+      }
     }
-    bool all_failed = !out->measurements.empty();
-    for (const v1::Measurement& m : out->measurements) all_failed &= m.verdict() != v1::VERDICT_PASSED;
+    return pr;
+  }
+
+  // Takes one observation: a failed build marks the configuration failed,
+  // each measurement goes into its problem's state and the cost model.
+  void Take(Config& c, const Observation& o) {
+    if (o.build) {
+      c.build = *o.build;
+      ++result_.candidates_built;
+    }
+    if (o.outcome == Outcome::kBuildFailed) {
+      c.failed = true;
+      ++result_.build_failures;
+      progress_(absl::StrCat("[", stage_, "] ", c.candidate.name(), " did not build: ",
+                             v1::Verdict_Name(o.build->verdict()), " ", o.build->error().substr(0, 300)));
+      return;
+    }
+    bool all_failed = !o.measurements.empty();
+    for (size_t j = 0; j < o.measurements.size() && j < o.measured_on.size(); ++j) {
+      ++result_.measurements;
+      Record(problems_[o.measured_on[j]], &c.candidate, o.measurements[j], /*fresh=*/true);
+      all_failed &= o.measurements[j].verdict() != v1::VERDICT_PASSED;
+    }
     if (all_failed) {
       progress_(absl::StrCat("[", stage_, "] ", c.candidate.name(), ": ",
-                             v1::Verdict_Name(out->measurements[0].verdict()), " ",
-                             out->measurements[0].reason()));
+                             v1::Verdict_Name(o.measurements[0].verdict()), " ", o.measurements[0].reason()));
     }
-    return absl::OkStatus();
   }
 
   std::string Status() const {
@@ -658,7 +626,7 @@ class Search {
   }
 
   std::vector<StoredMeasurement> History(const ProblemState& p) {
-    absl::StatusOr<std::vector<StoredMeasurement>> h = store_.SearchHistory(p.problem);
+    absl::StatusOr<std::vector<StoredMeasurement>> h = history_.SearchHistory(p.problem);
     return h.ok() ? *h : std::vector<StoredMeasurement>{};
   }
 
@@ -675,7 +643,7 @@ class Search {
       there.set_gpu(gpu);
       // Sources changed since: the same knobs may appear under several ids.
       absl::StatusOr<ExemplarSet> ex =
-          store_.Exemplars(there, options_.figure, 4 * options_.transfer_per_problem);
+          history_.Exemplars(there, options_.figure, 4 * options_.transfer_per_problem);
       if (!ex.ok()) return ex.status();
       int taken = 0;
       for (const Exemplar& e : ex->fastest) {
@@ -798,41 +766,70 @@ class Search {
   // kept 8.0 us in one run and 6.9 in the next). Choosing on one measurement
   // and reporting another also keeps the choice's luck out of the figure.
   absl::Status VerifyWinners() {
-    if (absl::Status st = BuildVerifyCandidates(); !st.ok()) return st;
+    std::vector<bool> done(problems_.size(), false);
     for (ProblemState& p : problems_) {
       // A best that has failed on the problem since it was selected (a flaky
       // kernel, caught by another re-check) gives way before anything is verified.
       if (!p.best_id.empty() && Failed(History(p)).count(p.best_id)) FallBack(p);
-      for (int attempt = 0; attempt < 4 && !p.best_id.empty(); ++attempt) {
+    }
+    // Each attempt re-checks every unsettled problem's best in one round (one
+    // build round: on a fresh node the builds took 20-30 s each one at a time).
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::vector<Proposal> rechecks;
+      std::vector<std::pair<size_t, bool>> whose;  // (problem, confirming a verified best)
+      for (size_t i = 0; i < problems_.size(); ++i) {
+        ProblemState& p = problems_[i];
+        if (done[i] || p.best_id.empty()) continue;
         const bool confirm = p.best_verified;  // else the search's best, unverified
-        if (confirm) {
-          FastestVerified(p);
-          if (p.verified_here) break;
+        if (confirm) FastestVerified(p);
+        Config* c = ConfigOf(p.best_id);
+        if ((confirm && p.verified_here) || c == nullptr) {  // settled, or not of today's families
+          done[i] = true;
+          continue;
         }
-        const double before = confirm ? p.VerifiedSpeedup() : p.Speedup();
-        absl::StatusOr<std::optional<CandidateOutcome>> again = Remeasure(p);
-        if (!again.ok()) return again.status();
-        if (!again->has_value()) break;  // not a candidate of today's families
-        const CandidateOutcome& out = **again;
-        const std::string name = configs_.at(p.best_id).candidate.name();
-        if (!out.measurements.empty() && out.measurements[0].verdict() == v1::VERDICT_PASSED &&
-            !out.measurement_ids.empty()) {
-          // The re-measurement is the one marked verified, and reported.
-          if (absl::Status st = store_.MarkVerified(out.measurement_ids[0]); !st.ok()) return st;
-          Verified(p, out.measurements[0], /*here=*/true);
-          progress_(absl::StrFormat("[verify] %-22s %s %s: %.3fx re-measured (%.3fx %s)", p.name,
-                                    name, confirm ? "confirmed in this job" : "verified",
-                                    p.VerifiedSpeedup(), before,
-                                    confirm ? "in the job that verified it" : "when selected"));
-          if (confirm) break;
-          continue;  // an earlier winner may still be the fastest verified
-        }
-        progress_(absl::StrCat("[verify] ", p.name, " ", name, " failed its re-check: ",
-                               out.measurements.empty() ? "no result" : out.measurements[0].reason()));
-        FallBack(p);  // the failed re-check is in the store now
+        Proposal r;
+        r.candidate = c->candidate;
+        r.problems = {static_cast<int>(i)};
+        r.recheck = true;
+        r.stage = "verify";
+        rechecks.push_back(std::move(r));
+        whose.emplace_back(i, confirm);
       }
+      if (rechecks.empty()) break;
+      std::vector<double> before;
+      for (const auto& [i, confirm] : whose) {
+        before.push_back(confirm ? problems_[i].VerifiedSpeedup() : problems_[i].Speedup());
+      }
+      absl::Status st = channel_.Exchange(std::move(rechecks), [&](size_t k, const Observation& o) {
+        const auto [i, confirm] = whose[k];
+        done[i] = Settle(problems_[i], o, confirm, before[k]);
+      });
+      if (!st.ok()) return st;
     }
     return absl::OkStatus();
+  }
+
+  // Takes a best's re-check: a pass is marked verified (by the coordinator's
+  // store callback) and reported; a failure falls back to the next best.
+  // Whether the problem is settled.
+  bool Settle(ProblemState& p, const Observation& o, bool confirm, double before) {
+    const std::string name = o.proposal.candidate.name();
+    if (o.outcome == Outcome::kMeasured && !o.measurements.empty() &&
+        o.measurements[0].verdict() == v1::VERDICT_PASSED) {
+      Verified(p, o.measurements[0], /*here=*/true);
+      progress_(absl::StrFormat("[verify] %-22s %s %s: %.3fx re-measured (%.3fx %s)", p.name, name,
+                                confirm ? "confirmed in this job" : "verified", p.VerifiedSpeedup(), before,
+                                confirm ? "in the job that verified it" : "when selected"));
+      return confirm;  // an earlier winner may still be the fastest verified
+    }
+    if (o.outcome == Outcome::kSkipped) {
+      progress_(absl::StrCat("[verify] ", p.name, " ", name, " not re-checked: ", o.reason));
+      return true;
+    }
+    progress_(absl::StrCat("[verify] ", p.name, " ", name, " failed its re-check: ",
+                           o.measurements.empty() ? "no result" : o.measurements[0].reason()));
+    FallBack(p);  // the failed re-check is in the store now
+    return false;
   }
 
   // The configuration of today's families with candidate id `id`, or null (no
@@ -840,57 +837,11 @@ class Search {
   Config* ConfigOf(const std::string& id) {
     auto it = configs_.find(id);
     if (it != configs_.end()) return &it->second;
-    absl::StatusOr<v1::Candidate> c = store_.GetCandidate(id);
+    absl::StatusOr<v1::Candidate> c = history_.GetCandidate(id);
     const SeedFamily* f = c.ok() ? FamilyOf(*c) : nullptr;
     if (f == nullptr) return nullptr;
     Config* made = Intern(*f, c->layout(), KnobParams(c->params().begin(), c->params().end()));
     return made->candidate.id() == id ? made : nullptr;
-  }
-
-  // Builds, in one BuildAll (the worker's parallel nvcc jobs), what the verify
-  // stage will measure first: each problem's best and the winner it would
-  // report. A rerun confirms every winner, and on a fresh node none is in the
-  // build cache: one at a time they took 20-30 s each.
-  absl::Status BuildVerifyCandidates() {
-    std::vector<Config*> todo;
-    auto want = [&](const std::string& id) {
-      Config* c = id.empty() ? nullptr : ConfigOf(id);
-      if (c != nullptr && !c->build && !c->failed && std::find(todo.begin(), todo.end(), c) == todo.end()) {
-        todo.push_back(c);
-      }
-    };
-    for (const ProblemState& p : problems_) {
-      want(p.best_id);
-      ProblemState pick = p;
-      FastestVerified(pick);
-      want(pick.best_id);
-    }
-    if (todo.empty()) return absl::OkStatus();
-    std::vector<v1::Candidate> cs;
-    for (const Config* c : todo) cs.push_back(c->candidate);
-    std::vector<absl::StatusOr<v1::Build>> b = worker_.BuildAll(cs);
-    for (size_t i = 0; i < todo.size() && i < b.size(); ++i) {
-      if (!b[i].ok()) return b[i].status();
-      todo[i]->build = *b[i];
-    }
-    return absl::OkStatus();
-  }
-
-  // Measures the problem's best once more, on fresh inputs in a new runner
-  // (building it if it is not built); nothing if it is no configuration of
-  // today's families.
-  absl::StatusOr<std::optional<CandidateOutcome>> Remeasure(ProblemState& p) {
-    Config* c = ConfigOf(p.best_id);
-    if (c == nullptr) return std::optional<CandidateOutcome>();
-    if (!c->build) {
-      std::vector<absl::StatusOr<v1::Build>> b = worker_.BuildAll({c->candidate});
-      if (!b[0].ok()) return b[0].status();
-      c->build = *b[0];
-    }
-    absl::StatusOr<CandidateOutcome> again =
-        worker_.Measure(c->candidate, *c->build, {p.spec.shape}, &store_, job_id_);
-    if (!again.ok()) return again.status();
-    return std::optional<CandidateOutcome>(*std::move(again));
   }
 
   // The candidates with a failed measurement among `history`.
@@ -928,8 +879,8 @@ class Search {
 
   const std::vector<SeedFamily>& seeds_;
   std::string job_id_;
-  KernelWorker& worker_;
-  Store& store_;
+  RoundChannel& channel_;
+  HistoryReader& history_;
   SearchOptions options_;
   ProgressFn progress_;
   CostModel model_;
@@ -948,17 +899,16 @@ class Search {
 
 }  // namespace
 
-absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
+absl::StatusOr<SearchResult> RunStages(const std::vector<SeedFamily>& seeds,
                                        const std::vector<ShapeSpec>& problems,
-                                       const std::string& job_id, KernelWorker& worker,
-                                       Store& store, const SearchOptions& options,
-                                       const ProgressFn& progress) {
+                                       const std::string& job_id, RoundChannel& channel,
+                                       const SearchOptions& options, const ProgressFn& progress) {
   if (problems.empty()) return absl::InvalidArgumentError("no problems to search");
   if (!IsFigure(options.figure)) {
     return absl::InvalidArgumentError("the search's figure must be device, warm, cold or call");
   }
   if (seeds.empty()) return absl::FailedPreconditionError("no seed families loaded");
-  return Search(seeds, problems, job_id, worker, store, options, progress).Run();
+  return Search(seeds, problems, job_id, channel, options, progress).Run();
 }
 
 }  // namespace anvil

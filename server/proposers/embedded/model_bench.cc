@@ -30,7 +30,7 @@
 #include "absl/strings/str_format.h"
 #include "proto/problem.h"
 #include "seeds/space.h"
-#include "server/cost_model.h"
+#include "server/proposers/embedded/cost_model.h"
 #include "store/store.h"
 #include "worker/toolchain.h"
 

@@ -47,25 +47,30 @@
 //             figures are always this job's: a winner verified by an earlier
 //             job is re-measured once more here, since a speedup pairs the
 //             kernel with its own process's baselines, which move between runs.
+// The stages run on the embedded proposer's own thread (embedded_proposer.h),
+// handing each round of proposals to the coordinator (RoundChannel) and
+// waiting for its observations; the coordinator builds, measures and stores.
 // Everything measured goes to the store first; a rerun reads the store back
 // (what was measured, the bests, the model's observations) and measures only
 // what is new, so an interrupted search resumes where it stopped. (The GPU
 // is part of the problem key, so each run first measures one seed on one
 // problem to learn it: the one measurement a resumed run repeats.)
 // Thread-compatible.
-#ifndef ANVIL_SERVER_SEARCH_H_
-#define ANVIL_SERVER_SEARCH_H_
+#ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_
+#define ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/problem.h"
 #include "seeds/seeds.h"
-#include "server/cost_model.h"
-#include "server/local_worker.h"
+#include "server/evaluator.h"
+#include "server/proposer.h"
+#include "server/proposers/embedded/cost_model.h"
 #include "store/store.h"
 
 namespace anvil {
@@ -121,9 +126,8 @@ struct SearchResult {
   int candidates_built = 0;       // built this run (cache misses and hits)
   int build_failures = 0;
   int measurements = 0;           // measured this run
-  double build_seconds = 0;       // wall time spent building (rounds overlap measuring)
-  double build_wait_seconds = 0;  // of which the search waited, with nothing to measure
-  double measure_seconds = 0;     // wall time spent measuring
+  double measure_seconds = 0;     // wall time its rounds spent with the coordinator
+                                  // (building and measuring)
   double wall_seconds = 0;
   bool budget_exhausted = false;
 };
@@ -131,12 +135,39 @@ struct SearchResult {
 // Called for every event worth showing a person (one line, no newline).
 using ProgressFn = std::function<void(const std::string& line)>;
 
+// The coordinator as the stages see it. Thread-safe: called from the
+// search's thread while the coordinator calls the proposer.
+class RoundChannel {
+ public:
+  virtual ~RoundChannel() = default;
+  // Hands a round to the coordinator and waits for it: take(i, o) runs on
+  // the caller's thread with the answer to proposals[i] as each arrives
+  // (the coordinator answers round by round). Cancelled when the job goes away.
+  virtual absl::Status Exchange(std::vector<Proposal> proposals,
+                                const std::function<void(size_t, const Observation&)>& take) = 0;
+  virtual std::optional<v1::RunnerInfo> device() const = 0;  // once a runner has started
+  virtual bool final_phase() const = 0;  // the job's budget is spent: only re-checks count
+  // SearchView::elapsed_seconds when the stages started (Proposal::measure_by
+  // is on the view's clock; the stages count from their own start).
+  virtual double elapsed_at_start() const = 0;
+  virtual HistoryReader& history() = 0;
+};
+
+// The stages, on the caller's thread, over a channel (EmbeddedProposer's thread).
+absl::StatusOr<SearchResult> RunStages(const std::vector<SeedFamily>& seeds,
+                                       const std::vector<ShapeSpec>& problems,
+                                       const std::string& job_id, RoundChannel& channel,
+                                       const SearchOptions& options, const ProgressFn& progress);
+
+// One job of the embedded proposer alone: created in `store` with id
+// `job_id`, run by a JobService on `evaluator` (tests, benches; `anvil
+// optimize` uses the JobService itself). REQUIRES: no job `job_id` yet.
 absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
                                        const std::vector<ShapeSpec>& problems,
-                                       const std::string& job_id, KernelWorker& worker,
+                                       const std::string& job_id, CandidateEvaluator& evaluator,
                                        Store& store, const SearchOptions& options,
                                        const ProgressFn& progress);
 
 }  // namespace anvil
 
-#endif  // ANVIL_SERVER_SEARCH_H_
+#endif  // ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_

@@ -1,4 +1,4 @@
-#include "server/cost_model.h"
+#include "server/proposers/embedded/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,7 +167,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   return e;
 }
 
-void CostModel::Observe(Observation o) { observations_.push_back(std::move(o)); }
+void CostModel::Observe(ModelPoint o) { observations_.push_back(std::move(o)); }
 
 absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout layout,
                                             const KnobParams& params, const v1::Shape& shape,
@@ -181,7 +181,7 @@ absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout
     if (!k.shape.empty()) full.erase(k.name);
   }
   std::vector<std::pair<double, double>> near;  // (distance, log ratio)
-  for (const Observation& o : observations_) {
+  for (const ModelPoint& o : observations_) {
     if (o.family != family.name || o.measured_us <= 0 || o.predicted_us <= 0) continue;
     double d = KnobDistance(full, o.params) + ShapeDistance(shape, o.shape);
     near.emplace_back(d, std::log(o.measured_us / o.predicted_us));

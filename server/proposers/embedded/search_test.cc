@@ -1,7 +1,8 @@
-// The search's logic on a test double of the GPU worker: stages, compile once
-// measure many, resume from the store, verification and its fallback. The
-// real worker and GPU are exercised by the device runs (bench/).
-#include "server/search.h"
+// The search's logic (the embedded proposer, run by a JobService) on a test
+// double of the evaluator: stages, compile once measure many, resume from the
+// store, verification and its fallback. The real evaluator and GPU are
+// exercised by the device runs (bench/).
+#include "server/proposers/embedded/search.h"
 
 #include <gtest/gtest.h>
 
@@ -17,21 +18,22 @@
 #include "proto/candidate.h"
 #include "reward/reward.h"
 #include "seeds/space.h"
-#include "server/test_family.h"
+#include "server/proposers/embedded/test_family.h"
 
 namespace anvil {
 namespace {
 
-// Test double of the GPU worker: "builds" instantly (BM=64 with BN=256 fails
-// to compile), "measures" with a fixed synthetic time per configuration and
-// shape, and stores like the real one. Each measured shape advances its clock
-// by one second; builds take no time on it (the search builds while it
-// measures). BuildAll may run on another thread than Measure, as on the real one.
-class FakeGpuWorkerForTest : public KernelWorker {
+// Test double of the evaluator: "builds" instantly (BM=64 with BN=256 fails
+// to compile) and "measures" with a fixed synthetic time per configuration and
+// shape; the coordinator stores what it returns. Each measured shape advances
+// its clock by one second; builds take no time on it (the coordinator builds
+// while it measures). Build runs on another thread than Measure, as with the
+// real one.
+class FakeGpuWorkerForTest : public CandidateEvaluator {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
 
-  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& cs) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
     std::unique_lock<std::mutex> lock(mu_);
     ++build_calls;
     if (overlap_wait.count() > 0) {
@@ -58,14 +60,14 @@ class FakeGpuWorkerForTest : public KernelWorker {
     return out;
   }
 
-  absl::StatusOr<CandidateOutcome> Measure(const v1::Candidate& c, const v1::Build& build,
-                                           const std::vector<v1::Shape>& shapes, Store* store,
-                                           const std::optional<std::string>& job_id) override {
-    CandidateOutcome out;
-    out.build = build;
-    if (absl::Status st = store->PutCandidate(c); !st.ok()) return st;
-    if (absl::StatusOr<int64_t> id = store->PutBuild(build); !id.ok()) return id.status();
-    if (build.verdict() != v1::VERDICT_PASSED) return out;
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+    std::vector<absl::StatusOr<MeasureResult>> out;
+    for (const MeasureRequest& r : rs) out.push_back(MeasureOne(r.candidate, r.shapes));
+    return out;
+  }
+
+  MeasureResult MeasureOne(const v1::Candidate& c, const std::vector<v1::Shape>& shapes) {
+    MeasureResult out;
     if (overlap_wait.count() > 0) {
       std::unique_lock<std::mutex> lock(mu_);
       if (cv_.wait_for(lock, overlap_wait, [&] { return building_; })) {
@@ -99,14 +101,12 @@ class FakeGpuWorkerForTest : public KernelWorker {
       b->mutable_timings()->mutable_warm()->set_median_us(BaselineUs(s) * baseline_factor + 2);
       out.measurements.push_back(m);
       seconds += 1;
+      out.gpu_seconds += 1;
     }
-    absl::StatusOr<std::vector<int64_t>> ids = store->PutMeasurements(out.measurements, job_id);
-    if (!ids.ok()) return ids.status();
-    out.measurement_ids = *ids;
     return out;
   }
 
-  const std::optional<v1::RunnerInfo>& runner_info() const override { return info_; }
+  std::optional<v1::RunnerInfo> device() const override { return info_; }
 
   // The model's estimate, with a twist it cannot know: GROUP_M=1 is 10%
   // faster (only the evolve stage moves late knobs).
@@ -184,8 +184,6 @@ class SearchTest : public ::testing::Test {
   absl::StatusOr<SearchResult> Search(FakeGpuWorkerForTest& w, Store& store, SearchOptions o,
                                       std::vector<std::string>* lines = nullptr) {
     const std::string job = absl::StrCat("job-", ++jobs_);
-    v1::OptimizeKernelRequest req;
-    EXPECT_TRUE(store.CreateJob(job, req).ok());
     return RunSearch(seeds_, problems_, job, w, store, o, [&](const std::string& l) {
       if (lines) lines->push_back(l);
     });
@@ -202,9 +200,12 @@ class SearchTest : public ::testing::Test {
   void MeasureOnOtherGpu(const v1::Candidate& c, Store& store) {
     FakeGpuWorkerForTest other(TiledTestFamily());
     other.gpu = "OTHER-GPU";
-    std::vector<absl::StatusOr<v1::Build>> b = other.BuildAll({c});
+    std::vector<absl::StatusOr<v1::Build>> b = other.Build({c});
     ASSERT_TRUE(b[0].ok());
-    ASSERT_TRUE(other.Measure(c, *b[0], {problems_[0].shape}, &store, std::nullopt).ok());
+    const MeasureResult m = other.MeasureOne(c, {problems_[0].shape});
+    ASSERT_TRUE(store.PutCandidate(c).ok());
+    ASSERT_TRUE(store.PutBuild(*b[0]).ok());
+    ASSERT_TRUE(store.PutMeasurements(m.measurements).ok());
   }
   // Searches 4096x4096x4096 nt alone, with the default options; its winner.
   v1::ProblemProgress SearchAlone(FakeGpuWorkerForTest& w, Store& store) {

@@ -18,8 +18,8 @@
 // (latency floor of one k-step; a term too, where the k-step's width is a knob)
 // and misaligned_factor (the slowdown when operand rows are not 16-byte
 // multiples). Thread-compatible.
-#ifndef ANVIL_SERVER_COST_MODEL_H_
-#define ANVIL_SERVER_COST_MODEL_H_
+#ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_COST_MODEL_H_
+#define ANVIL_SERVER_PROPOSERS_EMBEDDED_COST_MODEL_H_
 
 #include <array>
 #include <cstdint>
@@ -64,7 +64,7 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
                                  const DeviceModel& device);
 
 // A measured configuration: its predicted and measured device time.
-struct Observation {
+struct ModelPoint {
   std::string family;
   KnobParams params;
   v1::Shape shape;
@@ -78,7 +78,7 @@ struct Observation {
 class CostModel {
  public:
   explicit CostModel(DeviceModel device) : device_(device) {}
-  void Observe(Observation o);
+  void Observe(ModelPoint o);
   absl::StatusOr<Estimate> Refined(const SeedFamily& family, v1::Layout layout,
                                    const KnobParams& params, const v1::Shape& shape,
                                    int k = 4) const;
@@ -87,9 +87,9 @@ class CostModel {
 
  private:
   DeviceModel device_;
-  std::vector<Observation> observations_;
+  std::vector<ModelPoint> observations_;
 };
 
 }  // namespace anvil
 
-#endif  // ANVIL_SERVER_COST_MODEL_H_
+#endif  // ANVIL_SERVER_PROPOSERS_EMBEDDED_COST_MODEL_H_

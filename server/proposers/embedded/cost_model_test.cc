@@ -1,9 +1,9 @@
-#include "server/cost_model.h"
+#include "server/proposers/embedded/cost_model.h"
 
 #include <gtest/gtest.h>
 
 #include "proto/problem.h"
-#include "server/test_family.h"
+#include "server/proposers/embedded/test_family.h"
 
 namespace anvil {
 namespace {
