@@ -51,6 +51,7 @@ struct OptimizeArgs {
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
   std::string figure = "device";    // --figure: what a problem's best minimises
+  std::string llm_config;           // --llm FILE: an LLM proposer too (llm/LLM.md)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 

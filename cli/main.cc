@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
                        "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
   optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
+  optimize->add_option("--llm", opt.llm_config,
+                       "JSON file naming an LLM endpoint that proposes kernels too (llm/LLM.md)");
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
   optimize->add_option("--figure", opt.figure,
                        "what a problem's best minimises: device (default), warm, cold or call");
