@@ -14,6 +14,7 @@
 #include "proto/problem.h"
 #include "reward/reward.h"
 #include "server/local_evaluator.h"
+#include "store/store.h"
 
 namespace anvil::cli {
 namespace {
