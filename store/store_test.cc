@@ -79,6 +79,11 @@ TEST(StoreOpenTest, VersionTwoForgetsTheCachedCublasLtChoices) {
           "DROP INDEX jobs_request_id; ALTER TABLE jobs DROP COLUMN request_id;"
           "ALTER TABLE jobs DROP COLUMN request_sha256; ALTER TABLE jobs DROP COLUMN wall_seconds;"
           "ALTER TABLE jobs DROP COLUMN gpu_seconds; ALTER TABLE job_problems DROP COLUMN status;"
+          "DROP TABLE llm_samples; ALTER TABLE llm_exchanges DROP COLUMN system_prompt;"
+          "ALTER TABLE llm_exchanges DROP COLUMN messages;"
+          "ALTER TABLE llm_exchanges DROP COLUMN prompt_version;"
+          "ALTER TABLE llm_exchanges DROP COLUMN recipe; ALTER TABLE llm_exchanges DROP COLUMN cost_usd;"
+          "ALTER TABLE llm_exchanges DROP COLUMN http_requests;"
           "PRAGMA user_version = 1");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);

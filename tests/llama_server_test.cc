@@ -57,12 +57,12 @@ class LlamaServerTest : public ::testing::Test {
     o.max_retries = 0;
     o.max_tokens = 4;
     std::unique_ptr<llm::Client> probe = std::move(*llm::Client::Create(o));
-    for (int i = 0; i < 240; ++i) {  // loading the model: up to a minute
+    for (int i = 0; i < 720; ++i) {  // loading the model: up to three minutes on a busy machine
       absl::StatusOr<llm::ChatResult> r = probe->Complete({"", {{"user", "hi"}}, 1, 0, nullptr});
       if (r.ok() && r->error.empty()) return;
       usleep(250'000);
     }
-    ready_error_ = "llama-server did not answer within 60 s";
+    ready_error_ = "llama-server did not answer within 180 s";
   }
   static void TearDownTestSuite() {
     if (pid_ > 0) {

@@ -121,7 +121,7 @@ TEST(LlmGpu, AJobOnThreeDevShapesWithRealKernelsAndTwoProfiledSeeds) {
   const std::string db = out + "/llm_verify.db";
   std::filesystem::remove(db);
   std::unique_ptr<Store> store = std::move(*Store::Open(db));
-  LocalWorkerOptions wo;
+  LocalEvaluatorOptions wo;
   wo.build_jobs = 8;
   wo.protocol.set_profile_counters(true);
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> ev = LocalEvaluator::Create(wo);

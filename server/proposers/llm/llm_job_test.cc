@@ -162,7 +162,7 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
     lo.client = client.get();
     lo.recorder = &recorder;
     lo.prompts_dir = std::string(ANVIL_SOURCE_DIR) + "/prompts";
-    lo.max_prompts = 6;
+    lo.max_prompts = 10;
     absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
     if (!p.ok()) return p.status();
     std::vector<std::unique_ptr<Proposer>> out;
@@ -188,7 +188,7 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
 
   absl::StatusOr<std::vector<LlmExchange>> ex = store_->ListLlmExchanges(job->id());
   ASSERT_TRUE(ex.ok()) << ex.status();
-  ASSERT_EQ(ex->size(), 6u);  // max_prompts, repairs included
+  ASSERT_EQ(ex->size(), 10u);  // max_prompts, repairs included
   std::map<std::string, int> statuses, recipes;
   int rewarded = 0, with_advantage = 0;
   for (const LlmExchange& e : *ex) {

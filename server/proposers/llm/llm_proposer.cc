@@ -79,17 +79,21 @@ absl::StatusOr<std::vector<Proposal>> LlmProposer::Propose(const SearchView& vie
     int open = 0;
     for (const Group& g : groups_) open += !g.closed;
     if (open >= options_.max_open_prompts) break;
-    bool asked = true;
+    // Repairs and new prompts take turns, so neither starves the other.
+    bool asked = false;
     absl::Status st;
-    if (!repairs_.empty()) {
+    if (repairs_.empty() || last_was_repair_) st = AskNew(view, out, &asked);
+    if (st.ok() && !asked && !repairs_.empty()) {
       Repair r = std::move(repairs_.front());
       repairs_.erase(repairs_.begin());
       st = AskRepair(view, std::move(r), out);
+      asked = true;
+      last_was_repair_ = true;
     } else {
-      st = AskNew(view, out, &asked);
+      last_was_repair_ = false;
     }
     if (!st.ok()) return st;
-    if (!asked) break;  // no active problem
+    if (!asked) break;  // no active problem, no repair
     barren_ = out.empty() ? barren_ + 1 : 0;
   }
   return out;

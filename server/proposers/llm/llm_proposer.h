@@ -7,7 +7,7 @@
 // (prompt_builder.h), asks the client for n samples, records the exchange,
 // and extracts kernels (extract.h: ABI and source policy checked, duplicates
 // dropped) as proposals measured on the problem and its nearest neighbours.
-// Pending repairs go first: a candidate that did not compile or was
+// Pending repairs and new prompts take turns: a candidate that did not compile or was
 // incorrect gets up to max_repairs follow-up turns in its own conversation,
 // with the trimmed compiler output or the verdict and reason.
 //
@@ -134,6 +134,7 @@ class LlmProposer : public Proposer {
   std::map<int, bool> rechecked_;
   int prompts_ = 0;
   int barren_ = 0;  // prompts in a row without a kernel
+  bool last_was_repair_ = false;
 };
 
 }  // namespace anvil
