@@ -68,6 +68,7 @@ struct OptimizeArgs {
   std::string figure = "graph-cold";  // --figure: what a problem's best minimises
   std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
   bool detach = false;              // --detach: print the job id and leave it running (--server)
+  std::string llm_config;           // --llm FILE: an LLM proposer too (llm/LLM.md)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 // The problems of an optimize command (--shapes, --shape; the development
@@ -85,6 +86,9 @@ struct ExportArgs {
   double margin = 0.02;       // --margin: required win over the best baseline in both regimes
 };
 int RunExport(const Globals& g, const ExportArgs& a);
+// The job's LLM samples as JSON Lines (format "jsonl") to out_path ("" or "-": stdout).
+int RunExportTrajectories(const Globals& g, const std::string& job, const std::string& format,
+                          const std::string& out_path);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
 
 // Shared output of jobs and kernels (job_output.cc, kernels.cc): local mode

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
                        "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
   optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
+  optimize->add_option("--llm", opt.llm_config,
+                       "JSON file naming an LLM endpoint that proposes kernels too (llm/LLM.md)");
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
   optimize->add_option("--figure", opt.figure,
                        "what a problem's best minimises: graph-cold (default: CUDA-graph replay "
@@ -80,6 +82,12 @@ int main(int argc, char** argv) {
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  std::string tjob, tformat = "jsonl", tout;
+  CLI::App* traj = app.add_subcommand("export-trajectories",
+                                      "a job's LLM prompts, responses, rewards and advantages for RL");
+  traj->add_option("--job", tjob, "the job's id")->required();
+  traj->add_option("--format", tformat, "jsonl (TRL prompt-completion with reward, advantage)");
+  traj->add_option("--out", tout, "output file (default: stdout)");
   ExportArgs ex;
   CLI::App* xport = app.add_subcommand("export", "write the kernel package (library, manifest, CMake, Python) for one GPU");
   xport->add_option("--gpu", ex.gpu, "device model, as `anvil kernels` names it")->required();
@@ -126,6 +134,7 @@ int main(int argc, char** argv) {
   if (*eval) return RunEval(g, ev);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
+  if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
   if (*xport && !g.server.empty()) {
     anvil::v1::ExportLibraryRequest xreq;
     xreq.set_output_dir(ex.out_dir);

@@ -4,6 +4,7 @@
 // budget-limited run resumes from the store when run again.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,6 +20,9 @@
 #include "server/local_evaluator.h"
 #include "server/proposers/embedded/embedded_proposer.h"
 #include "server/proposers/embedded/search.h"
+#include "server/proposers/llm/bandit_policy.h"
+#include "server/proposers/llm/llm_proposer.h"
+#include "prompts/prompts.h"
 
 namespace anvil::cli {
 namespace {
@@ -61,6 +65,13 @@ absl::Status WriteCurve(const std::string& path, const std::string& figure,
   return absl::OkStatus();
 }
 
+// The prompts beside the executable (bundle), else ANVIL_PROMPTS_DIR or the source tree's.
+std::string PromptsDir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return DefaultPromptsDir(ec ? "." : exe.parent_path().string());
+}
+
 // The in-process coordinator of local mode: the embedded proposer, this
 // node's evaluator, the store; `result` receives the search's own summary.
 absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
@@ -71,7 +82,7 @@ absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
   o.evaluator = &evaluator;
   o.default_figure = a.figure;
   o.build_chunk = std::max(8, 2 * build_jobs);
-  o.proposers = [&seeds, a, o_chunk = o.build_chunk, result](const v1::OptimizeKernelRequest&)
+  o.proposers = [&seeds, &store, a, o_chunk = o.build_chunk, result](const v1::OptimizeKernelRequest&)
       -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
     EmbeddedProposerOptions e;
     e.seeds = seeds;
@@ -86,8 +97,15 @@ absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
     };
     std::vector<std::unique_ptr<Proposer>> out;
     out.push_back(std::make_unique<EmbeddedProposer>(std::move(e)));
+    if (!a.llm_config.empty()) {
+      absl::StatusOr<std::unique_ptr<Proposer>> llm = LlmProposerFromConfig(a.llm_config, store, PromptsDir());
+      if (!llm.ok()) return llm.status();
+      out.push_back(std::move(*llm));
+    }
     return out;
   };
+  // With a model beside the embedded search, the budget follows what pays.
+  if (!a.llm_config.empty()) o.share_policy = [] { return MakeBanditSharePolicy(); };
   return JobService::Create(std::move(o));
 }
 

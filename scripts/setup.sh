@@ -57,6 +57,12 @@ if [ "$(cat third_party/cutlass/VERSION 2>/dev/null)" != "$CUTLASS_VERSION" ]; t
   rm -rf "$tmp"
 fi
 
+# llama.cpp's llama-server and a small model, for the LLM proposer's tests
+# against a real server (built once into third_party/llama; ANVIL_LLAMA=0 skips).
+if [ "${ANVIL_LLAMA:-1}" != 0 ]; then
+  ANVIL_JOBS=${ANVIL_JOBS:-$(nproc)} scripts/llama_server.sh
+fi
+
 BUILD_DIR=${ANVIL_BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   # shellcheck disable=SC2086

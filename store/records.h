@@ -57,6 +57,22 @@ struct Reward {
   int64_t created_unix_ms = 0;         // 0: the store's clock
 };
 
+// One sample of an exchange: a choice the model returned and what became
+// of it. status: "proposed" (a candidate went to be built and measured),
+// "no_code", "abi", "policy", "duplicate" (refused before nvcc), "missing"
+// (the server returned fewer choices). reward/advantage are set once known.
+struct LlmSample {
+  int64_t id = 0;  // set by the store
+  int sample_index = 0;
+  std::string response;
+  std::string candidate_id;  // when proposed
+  std::string status;
+  std::string reason;
+  std::optional<double> reward;
+  std::optional<double> advantage;
+  std::string reward_kind;  // "speedup", "compile_error", "rejected", ...
+};
+
 // One request/response with an LLM endpoint, kept for training-data export.
 struct LlmExchange {
   int64_t id = 0;                      // set by the store
@@ -72,6 +88,14 @@ struct LlmExchange {
   double latency_ms = 0;
   std::string error;            // empty on success
   int64_t created_unix_ms = 0;  // 0: the store's clock
+  // Schema 6: the request as sent and what it cost, and its samples.
+  std::string system_prompt;
+  std::string messages_json = "[]";  // [{"role","content"}...]: the conversation sent
+  std::string prompt_version;        // prompts/VERSION
+  std::string recipe;                // the context recipe, e.g. "contrast"
+  double cost_usd = 0;
+  int64_t http_requests = 0;
+  std::vector<LlmSample> samples;    // stored with the exchange, read back with it
 };
 
 // A registered GPU worker daemon.

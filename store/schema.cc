@@ -216,6 +216,26 @@ constexpr const char kSchemaV5[] =
     "ALTER TABLE workers ADD COLUMN build_seconds REAL NOT NULL DEFAULT 0;"
     "ALTER TABLE workers ADD COLUMN measures INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE workers ADD COLUMN measure_seconds REAL NOT NULL DEFAULT 0;";
+// The LLM proposer's training data: what each exchange sent (the system
+// prompt and the whole conversation, the templates' version, the context
+// recipe), what it cost (dollars, HTTP requests), and one row per sample (a
+// choice the model returned) with what became of it and, once its candidate
+// was measured, its reward and its group-normalised advantage.
+constexpr const char kSchemaV6[] =
+    "ALTER TABLE llm_exchanges ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN messages TEXT NOT NULL DEFAULT '[]'"
+    "  CHECK (json_valid(messages));"
+    "ALTER TABLE llm_exchanges ADD COLUMN prompt_version TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN recipe TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE llm_exchanges ADD COLUMN http_requests INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE llm_samples ("
+    "  id INTEGER PRIMARY KEY,"
+    "  exchange_id INTEGER NOT NULL REFERENCES llm_exchanges (id) ON DELETE CASCADE,"
+    "  sample_index INTEGER NOT NULL, response TEXT NOT NULL, candidate_id TEXT,"
+    "  status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',"
+    "  reward REAL, advantage REAL, reward_kind TEXT NOT NULL DEFAULT '',"
+    "  UNIQUE (exchange_id, sample_index));";
 
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
@@ -223,6 +243,7 @@ constexpr Migration kMigrations[] = {
     {3, kSchemaV3},
     {4, kSchemaV4},
     {5, kSchemaV5},
+    {6, kSchemaV6},
 };
 
 struct Header {

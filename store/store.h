@@ -167,8 +167,12 @@ class Store {
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& state, int limit = 1000);
 
   // LLM exchanges (training-data export) and the cuBLASLt algorithm cache.
+  // Stores the exchange and its samples in one transaction.
   absl::StatusOr<int64_t> PutLlmExchange(const LlmExchange& exchange);
+  // With their samples, in sample order.
   absl::StatusOr<std::vector<LlmExchange>> ListLlmExchanges(const std::string& job_id);
+  // Sets a stored sample's candidate, reward and advantage. NotFound when absent.
+  absl::Status SetLlmSampleOutcome(int64_t exchange_id, int sample_index, const LlmSample& outcome);
   // The cached choice tuned by `figure` ("device", "graph-hot", "graph-cold").
   absl::StatusOr<std::optional<LtAlgo>> GetLtAlgo(const v1::Problem& problem,
                                                   const std::string& cublas_version,

@@ -330,6 +330,53 @@ TEST_F(StoreQueriesTest, RewardsAndLlmExchanges) {
   EXPECT_FALSE((*exchanges)[1].problem.has_value());
 }
 
+TEST_F(StoreQueriesTest, LlmExchangesKeepTheirSamplesRewardsAndAdvantages) {
+  ASSERT_TRUE(store_->CreateJob("job-s", v1::OptimizeKernelRequest()).ok());
+  LlmExchange e;
+  e.job_id = "job-s";
+  e.model = "smollm2";
+  e.endpoint = "POST http://127.0.0.1:8080/v1/chat/completions";
+  e.system_prompt = "you write kernels";
+  e.messages_json = R"([{"role":"user","content":"faster"}])";
+  e.prompt = "faster";
+  e.prompt_version = "2026-11-26";
+  e.recipe = "contrast";
+  e.cost_usd = 0.0125;
+  e.http_requests = 3;
+  e.samples.push_back({0, 0, "```cuda ...```", "cand0", "proposed", "", std::nullopt,
+                       std::nullopt, ""});
+  e.samples.push_back({0, 1, "no idea", "", "no_code", "the answer has no code block", -10.0,
+                       std::nullopt, "rejected"});
+  absl::StatusOr<int64_t> id = store_->PutLlmExchange(e);
+  ASSERT_TRUE(id.ok()) << id.status();
+  LlmSample outcome;
+  outcome.reward = 0.25;
+  outcome.advantage = 1.0;
+  outcome.reward_kind = "speedup";
+  ASSERT_TRUE(store_->SetLlmSampleOutcome(*id, 0, outcome).ok());
+  EXPECT_EQ(store_->SetLlmSampleOutcome(*id, 7, outcome).code(), absl::StatusCode::kNotFound);
+  auto got = store_->ListLlmExchanges("job-s");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  const LlmExchange& g = (*got)[0];
+  EXPECT_EQ(g.recipe, "contrast");
+  EXPECT_EQ(g.prompt_version, "2026-11-26");
+  EXPECT_DOUBLE_EQ(g.cost_usd, 0.0125);
+  EXPECT_EQ(g.http_requests, 3);
+  EXPECT_EQ(g.messages_json, e.messages_json);
+  ASSERT_EQ(g.samples.size(), 2u);
+  EXPECT_EQ(g.samples[0].candidate_id, "cand0");  // kept: the outcome named none
+  EXPECT_EQ(g.samples[0].reward, 0.25);
+  EXPECT_EQ(g.samples[0].advantage, 1.0);
+  EXPECT_EQ(g.samples[1].status, "no_code");
+  EXPECT_EQ(g.samples[1].reward, -10.0);
+  EXPECT_FALSE(g.samples[1].advantage.has_value());
+  LlmExchange bad = e;
+  bad.messages_json = "{oops";
+  EXPECT_FALSE(store_->PutLlmExchange(bad).ok());
+  EXPECT_EQ(store_->ListLlmExchanges("job-s")->size(), 1u);  // nothing half-stored
+}
+
 TEST_F(StoreQueriesTest, LtAlgoCache) {
   v1::Problem p = TestProblem(4096, 1024, 512);
   EXPECT_FALSE(store_->GetLtAlgo(p, "13.1.0")->has_value());
