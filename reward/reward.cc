@@ -36,11 +36,11 @@ absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::s
   }
   if (m.verdict() != v1::VERDICT_PASSED) return RewardValue{FailurePenalty(m.verdict()), Kind(m.verdict()), 0};
   double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
-  if (ours <= 0 || base <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a passed measurement needs candidate and baseline timings by '", figure, "'",
-        m.graph_note().empty() ? "" : absl::StrCat(" (", m.graph_note(), ")")));
-  }
+  // Correct, but with no speed by this figure (a call that cannot be captured
+  // in a graph): ranked with the candidates that declined the problem. No
+  // baseline by the figure: no speed to compare, so nothing earned or lost.
+  if (ours <= 0) return RewardValue{FailurePenalty(v1::VERDICT_UNSUPPORTED), "no_figure", 0};
+  if (base <= 0) return RewardValue{0, "no_baseline", 0};
   double speedup = base / ours;
   return RewardValue{std::log2(speedup), "speedup", speedup};
 }

@@ -20,8 +20,9 @@ struct RewardValue {
 };
 
 // figure: one of proto/figures.h (IsFigure). A passed measurement without
-// that figure (e.g. a call that cannot be captured in a graph, ranked by a
-// graph figure) is FailedPrecondition: it has no speed to reward there.
+// that figure (a call that cannot be captured in a graph, ranked by a graph
+// figure) earns the penalty of a candidate that declined the problem (kind
+// "no_figure"); one whose baselines lack it earns 0 (kind "no_baseline").
 absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::string& figure);
 // The same for a candidate that never reached the runner.
 RewardValue BuildFailureReward(const v1::Build& build);
