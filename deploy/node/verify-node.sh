@@ -12,13 +12,13 @@
 #   integrity.txt                    the store's PRAGMA integrity_check
 #   summary.txt                      one line per step
 #   deploy/node/verify-node.sh OUT_DIR [BUNDLE_TAR] [SHAPES_FILE]
-# Defaults: build/bundle/anvil-bundle.tar.gz, the first three bench/dev_shapes.txt
+# Defaults: build/bundle/anvil-bundle.tar.gz, the first three bench/configs/dev_shapes.txt
 # shapes. Run from the source tree as root. Exit 1 if a step failed.
 set -uo pipefail
 [ "$(id -u)" = 0 ] || { echo "run as root (the case this checks)" >&2; exit 2; }
 OUT=$(realpath -m "${1:?usage: verify-node.sh OUT_DIR [BUNDLE_TAR] [SHAPES_FILE]}")
 TAR=$(realpath "${2:-build/bundle/anvil-bundle.tar.gz}")
-SHAPES=$(realpath "${3:-bench/dev_shapes.txt}")
+SHAPES=$(realpath "${3:-bench/configs/dev_shapes.txt}")
 mkdir -p "$OUT/adversarial"
 W=$(mktemp -d /opt/anvil-verify.XXXXXX) || exit 1
 chmod 755 "$W"
