@@ -85,23 +85,31 @@ void FillDefaults(v1::RunnerProtocol& p) {
 // warm-up, the eager timing rounds, the graph replays (each replay of a
 // sample runs twice, in both regimes, plus one audited replay per regime; a
 // hot replay holds about graph_replay_us of calls, a cold one up to
-// graph_max_calls), and the correctness, timed-output and capture checks
+// the cold sets' count rounded up), and the correctness, timed-output and capture checks
 // (kCheckCalls). The worker scales the problem's time limit with it: keep it
 // an upper bound when the timing protocol changes.
-int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, double reference_us) {
+int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, double reference_us,
+                                      const v1::Shape& shape, int64_t l2_bytes) {
   constexpr int64_t kCheckCalls = 64;
   const int64_t eager = p.warmup_calls() + int64_t(p.rounds()) * (p.device_samples() + p.cold_samples() +
                                                                   p.warm_calls() + p.call_samples());
-  const int64_t hot_calls = std::max<int64_t>(
-      4, reference_us > 0 ? int64_t(std::ceil(p.graph_replay_us() / reference_us)) : 4);
-  const int64_t cold_calls = std::max<int64_t>(hot_calls, p.graph_max_calls());
+  const int64_t hot_calls = std::clamp<int64_t>(
+      reference_us > 0 ? int64_t(std::ceil(p.graph_replay_us() / reference_us)) : 4, 4,
+      std::max(4, p.graph_max_calls()));
+  // The cold sets as the session sizes them (graph_timing.cc), each call once at least.
+  const double set_bytes = 2.0 * (double(shape.m()) * shape.k() + double(shape.n()) * shape.k() +
+                                  double(shape.m()) * shape.n());
+  const int64_t sets = std::clamp<int64_t>(
+      int64_t(p.graph_cold_l2_multiple() * double(l2_bytes) / std::max(1.0, set_bytes)) + 1, 2,
+      std::max(2, p.graph_max_calls()));
+  const int64_t cold_calls = (std::max(hot_calls, sets) + sets - 1) / sets * sets;
   const int64_t replays = 2 * (int64_t(p.rounds()) * p.graph_samples() + 1);
   return eager + replays * (hot_calls + cold_calls) + kCheckCalls;
 }
 
 void EmitProblemStart(const v1::Shape& shape, const v1::RunnerProtocol& p, double reference_us,
-                      int baselines) {
-  const int64_t calls = PlannedCallsPerImplementation(p, reference_us);
+                      int baselines, int64_t l2_bytes) {
+  const int64_t calls = PlannedCallsPerImplementation(p, reference_us, shape, l2_bytes);
   v1::RunnerEvent e;
   v1::ProblemStart* s = e.mutable_problem_start();
   *s->mutable_shape() = shape;
@@ -185,7 +193,7 @@ int Main() {
     auto p0 = std::chrono::steady_clock::now();
     GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
     ctx.on_problem_start = [&](double reference_us, int baselines) {
-      EmitProblemStart(shape, ctx.protocol, reference_us, baselines);
+      EmitProblemStart(shape, ctx.protocol, reference_us, baselines, ctx.l2_bytes);
     };
     ProblemSession session(ctx, **lib, gs);
     std::vector<v1::LtAlgo> tuned;
