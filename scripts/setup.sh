@@ -14,6 +14,8 @@ APT_PACKAGES=(
   prometheus-cpp-dev libtomlplusplus-dev
 )
 CUTLASS_VERSION=4.2.0.0   # nvidia-cutlass wheel: CUTLASS/CuTe headers
+# PyYAML for deploy_test (the Kubernetes manifests), into the python3 on PATH.
+python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 missing=()
