@@ -44,4 +44,9 @@ double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figur
   return ours > 0 && base > 0 ? base / ours : 0;
 }
 
+bool PredatesFigure(const v1::Measurement& m, absl::string_view figure) {
+  return m.verdict() == v1::VERDICT_PASSED && FigureUs(m.timings(), figure) <= 0 &&
+         m.graph_note() == kPredatesGraphTiming;
+}
+
 }  // namespace anvil

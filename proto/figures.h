@@ -40,6 +40,14 @@ double BestBaselineUs(const v1::Measurement& m, absl::string_view figure);
 // BestBaselineUs / the candidate's median of `figure`; 0 when either is absent.
 double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figure);
 
+// Measurement.graph_note of rows stored before graph-replay timing existed
+// (the store's schema step 3 writes it into every older row).
+inline constexpr absl::string_view kPredatesGraphTiming =
+    "measured before graph-replay timing: no graph figures";
+// A passed measurement taken before `figure` existed: it informs, but its
+// (candidate, problem) pair is to be measured again by that figure.
+bool PredatesFigure(const v1::Measurement& m, absl::string_view figure);
+
 }  // namespace anvil
 
 #endif  // ANVIL_PROTO_FIGURES_H_

@@ -4,7 +4,6 @@
 #include <limits>
 #include <map>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -150,9 +149,7 @@ absl::Status JobRun::LoadHistory() {
       // A row measured before the job's figure existed (a store from before
       // graph-replay timing) leaves its pair to be measured again.
       const v1::Measurement& x = m.measurement;
-      const bool lacks_figure = Passed(x) && FigureUs(x.timings(), request_.reward_figure()) <= 0 &&
-                                absl::StartsWith(x.graph_note(), "measured before");
-      if (!lacks_figure) state_[p].measured.insert(x.candidate_id());
+      if (!PredatesFigure(x, request_.reward_figure())) state_[p].measured.insert(x.candidate_id());
       ++v.tried;
       if (m.job_id == job_id_) Take(static_cast<int>(p), m.measurement, m.measurement.verified());
     }

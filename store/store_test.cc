@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "proto/figures.h"
 #include "store/schema.h"
 #include "store/store_test_util.h"
 
@@ -110,7 +111,9 @@ TEST(StoreOpenTest, VersionThreeKeepsOldRowsAndSaysTheyHaveNoGraphFigures) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_DOUBLE_EQ(m->measurement.timings().device().median_us(), 7.5);
   EXPECT_FALSE(m->measurement.timings().has_graph_cold());
-  EXPECT_THAT(m->measurement.graph_note(), HasSubstr("before graph-replay timing"));
+  EXPECT_EQ(m->measurement.graph_note(), kPredatesGraphTiming);
+  EXPECT_TRUE(PredatesFigure(m->measurement, "graph-cold"));
+  EXPECT_FALSE(PredatesFigure(m->measurement, "device"));
   std::optional<LtAlgo> device = *store->GetLtAlgo(p, "130100", "device");
   ASSERT_TRUE(device.has_value());
   EXPECT_EQ(device->algo, "a");

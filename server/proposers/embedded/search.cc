@@ -8,7 +8,6 @@
 #include <optional>
 #include <set>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "reward/reward.h"
@@ -317,8 +316,7 @@ class Search {
     // A row measured before the job's figure existed (a store from before
     // graph-replay timing) informs the model but leaves the configuration to
     // be measured again, by the carry stage first.
-    const bool lacks_figure = passed && FigureUs(m.timings(), options_.figure) <= 0 &&
-                              absl::StartsWith(m.graph_note(), "measured before");
+    const bool lacks_figure = PredatesFigure(m, options_.figure);
     if (!lacks_figure) p.measured.insert(m.candidate_id());
     ++p.tried;
     if (passed && Current(c)) {
