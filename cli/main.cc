@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  bool migrate = false;
+  doctor->add_flag("--migrate", migrate,
+                   "instead: open the database read-write once, applying the schema steps it lacks");
   std::string tjob, tformat = "jsonl", tout;
   CLI::App* traj = app.add_subcommand("export-trajectories",
                                       "a job's LLM prompts, responses, rewards and advantages for RL");
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
   if (*cancel) return RunCancel(g, cjob);
   if (*eval) return RunEval(g, ev);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
-  if (*doctor) return RunDoctor(g);
+  if (*doctor) return RunDoctor(g, migrate);
   if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
   if (*xport && !g.server.empty()) {
     anvil::v1::ExportLibraryRequest xreq;
