@@ -71,6 +71,9 @@ struct Conditions {
   int lead = 0;            // untimed replays launched just before the first event
   bool per_impl = false;   // N per implementation (its eager call, replay >= 1 ms)
   bool normal = false;     // inputs from N(0, 1) (the runner's), not uniform in [-1, 1)
+  bool reference = false;  // a GEMM with fp32 output through the same cuBLAS handle on a
+                           // second stream first (the runner's reference), and after
+                           // every sample round
   bool regenerate = false;  // before each sample: the hot set's A and B rewritten, and in
                             // the cold regime L2 flushed (a memset over twice its size)
 };
@@ -312,6 +315,22 @@ int Run(const anvil::crosscheck::Row& r) {
   if (g_cond.audit || g_cond.finalize) g_cond.cupti = true;
   if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) AttachCupti(), CuptiActivity(true);
   if (g_cond.audit) Callbacks(true);
+  cudaStream_t side = nullptr;
+  float* c32 = nullptr;
+  std::function<void()> reference = [] {};
+  if (g_cond.reference) {
+    CC_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CC_CHECK(cudaMalloc(&c32, size_t(r.m) * r.n * 4));
+    reference = [&] {
+      const float one = 1, zero = 0;
+      CC_CHECK(cublasSetStream(blas, side));
+      CC_CHECK(cublasGemmEx(blas, r.nt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, r.n, r.m, r.k, &one,
+                            t.sets[0].b, CUDA_R_16F, r.nt ? r.k : r.n, t.sets[0].a, CUDA_R_16F, r.k,
+                            &zero, c32, CUDA_R_32F, r.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CC_CHECK(cudaStreamSynchronize(side));
+    };
+    reference();
+  }
   const double err = CompareOutputs(r, cand, cublas, t);
   if (err > 2e-2) return std::fprintf(stderr, "candidate output differs from cuBLAS by %g\n", err), 3;
   double slowest = std::max(t.EagerUs(cand), t.EagerUs(cublas));
@@ -354,6 +373,7 @@ int Run(const anvil::crosscheck::Row& r) {
     for (const Call& c : impls) graphs.push_back(t.Capture(c, cold));
     std::vector<std::vector<double>> us(impls.size());
     for (int s = 0; s < kSamples; ++s) {
+      reference();
       if (g_cond.cupti_toggle) {
         CuptiActivity(true);
         cublas(t.sets[0].a, t.sets[0].b, t.sets[0].c, t.stream);
@@ -404,6 +424,9 @@ int main(int argc, char** argv) {
   app.add_option("--lead", g_cond.lead, "untimed replays launched just before the first event (runner: 1)")
       ->check(CLI::Range(0, 10));
   app.add_flag("--normal", g_cond.normal, "inputs drawn from N(0, 1), as the runner's");
+  app.add_flag("--reference", g_cond.reference,
+               "an fp32-output GEMM through the same cuBLAS handle on a second stream first and "
+               "before every round (the runner's reference)");
   app.add_flag("--regenerate", g_cond.regenerate,
                "before each sample rewrite the hot set's A and B, and flush L2 in the cold regime");
   app.add_flag("--per-impl-calls", g_cond.per_impl,
