@@ -234,6 +234,17 @@ struct Timer {
       call(o.a, o.b, o.c, stream);
     }
     CC_CHECK(cudaStreamEndCapture(stream, &g));
+    size_t nodes = 0, other = 0;
+    CC_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
+    std::vector<cudaGraphNode_t> list(nodes);
+    CC_CHECK(cudaGraphGetNodes(g, list.data(), &nodes));
+    for (cudaGraphNode_t n : list) {
+      cudaGraphNodeType type;
+      CC_CHECK(cudaGraphNodeGetType(n, &type));
+      other += type != cudaGraphNodeTypeKernel;
+    }
+    std::fprintf(stderr, "graph %s: %d calls, %zu nodes, %zu not kernels\n", cold ? "cold" : "hot",
+                 calls, nodes, other);
     cudaGraphExec_t exec;
     CC_CHECK(cudaGraphInstantiate(&exec, g, 0));
     CC_CHECK(cudaGraphDestroy(g));

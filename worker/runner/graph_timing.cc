@@ -83,6 +83,25 @@ int ProblemSession::GraphCalls(double call_us, bool cold) const {
   return calls;
 }
 
+// What a captured call put in the graph, per call, in the measurement's
+// profile: "graph_<regime>_nodes_per_call.<impl>" and, where any, the nodes
+// that are not kernels ("..._other_nodes_per_call.<impl>": memsets, copies,
+// allocations a library added while captured).
+void ProblemSession::CountNodes(cudaGraph_t graph, const std::string& impl, bool cold, int calls) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess || calls <= 0) return;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return;
+  int other = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type != cudaGraphNodeTypeKernel) ++other;
+  }
+  const std::string regime = cold ? "graph_cold" : "graph_hot";
+  extra_profile_[absl::StrCat(regime, "_nodes_per_call.", impl)] = double(n) / calls;
+  if (other) extra_profile_[absl::StrCat(regime, "_other_nodes_per_call.", impl)] = double(other) / calls;
+}
+
 absl::StatusOr<ProblemSession::Graph> ProblemSession::CaptureGraph(GemmImpl& impl, bool cold,
                                                                    int calls, std::string* why) {
   Graph g;
@@ -98,6 +117,7 @@ absl::StatusOr<ProblemSession::Graph> ProblemSession::CaptureGraph(GemmImpl& imp
   }
   cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (err == cudaSuccess) err = end;
+  if (err == cudaSuccess && rc == 0 && graph) CountNodes(graph, impl.name(), cold, calls);
   if (err == cudaSuccess && rc == 0 && graph) err = cudaGraphInstantiate(&g.exec, graph, 0);
   if (err == cudaSuccess && g.exec) err = cudaGraphUpload(g.exec, stream_);
   if (graph) cudaGraphDestroy(graph);

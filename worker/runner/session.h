@@ -169,6 +169,7 @@ class ProblemSession {
   __half* ColdC(int s) const;
   int GraphCalls(double call_us, bool cold) const;
   // An empty Graph (exec null) with *why set when the call cannot be captured.
+  void CountNodes(cudaGraph_t graph, const std::string& impl, bool cold, int calls);
   absl::StatusOr<Graph> CaptureGraph(GemmImpl& impl, bool cold, int calls, std::string* why);
   absl::Status CaptureGraphs(size_t index);
   absl::Status RegenerateCold(int check);
