@@ -118,7 +118,10 @@ std::unique_ptr<Proposer> MakeLlmProposer(llm::Client& client, LlmRecorder& reco
   lo.recorder = &recorder;
   lo.prompts_dir = DefaultPromptsDir(deploy::ExecutableDir());
   lo.samples_per_prompt = 5;  // every scripted choice (testing::FirstTurnChoices)
-  lo.max_prompts = 10;        // room for repairs of the compile error and the wrong result
+  // Two first turns, then repairs (FIFO: both compile errors, then both wrong
+  // results) alternating with new prompts: the first wrong result's repair is
+  // at most the 9th prompt.
+  lo.max_prompts = 12;
   absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? std::move(*p) : nullptr;
