@@ -11,20 +11,14 @@
 
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "deploy/layout.h"
-#include "prompts/prompts.h"
 #include "proto/candidate.h"
 #include "proto/problem.h"
 #include "reward/profile_hint.h"
-#include "server/job_service.h"
 #include "server/local_evaluator.h"
-#include "server/proposers/llm/bandit_policy.h"
-#include "server/proposers/llm/llm_proposer.h"
 #include "server/proposers/llm/trajectories.h"
+#include "tests/scripted_job.h"
 #include "tests/scripted_kernels.h"
 
 namespace anvil {
@@ -112,21 +106,6 @@ TEST(LlmGpu, SeedsWithDifferentBottlenecksGetTheHintTheirCountersShow) {
   EXPECT_NE(stream.bottleneck, few_ctas.bottleneck);
 }
 
-std::unique_ptr<Proposer> MakeLlmProposer(llm::Client& client, LlmRecorder& recorder) {
-  LlmProposerOptions lo;
-  lo.client = &client;
-  lo.recorder = &recorder;
-  lo.prompts_dir = DefaultPromptsDir(deploy::ExecutableDir());
-  lo.samples_per_prompt = 5;  // every scripted choice (testing::FirstTurnChoices)
-  // Two first turns, then repairs (FIFO: both compile errors, then both wrong
-  // results) alternating with new prompts: the first wrong result's repair is
-  // at most the 9th prompt.
-  lo.max_prompts = 12;
-  absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? std::move(*p) : nullptr;
-}
-
 TEST(LlmGpu, AJobOnThreeDevShapesWithRealKernels) {
   const std::string out = OutDir();
   const std::string db = out + "/llm_verify.db";
@@ -134,70 +113,28 @@ TEST(LlmGpu, AJobOnThreeDevShapesWithRealKernels) {
   std::unique_ptr<Store> store = std::move(*Store::Open(db));
   std::unique_ptr<LocalEvaluator> ev = ProfilingEvaluator();
   ASSERT_NE(ev, nullptr);
-  testing::ScriptedLlmServer server(testing::KernelAnswer);
-  llm::ClientOptions co;
-  co.base_url = server.base_url();
-  co.model = "scripted-kernels";
-  std::unique_ptr<llm::Client> client = std::move(*llm::Client::Create(co));
-  StoreLlmRecorder recorder(*store);
-  JobServiceOptions o;
-  o.store = store.get();
-  o.evaluator = ev.get();
-  o.default_figure = "device";
-  o.build_chunk = 8;
-  o.share_policy = [] { return MakeBanditSharePolicy(); };
-  o.proposers = [&](const v1::OptimizeKernelRequest&) -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
-    std::vector<std::unique_ptr<Proposer>> v;
-    v.push_back(MakeLlmProposer(*client, recorder));
-    if (v[0] == nullptr) return absl::InternalError("no LLM proposer");
-    return v;
-  };
-  std::unique_ptr<JobService> service = std::move(*JobService::Create(std::move(o)));
-  v1::OptimizeKernelRequest req;
-  for (const v1::Shape& s : {MakeShape(16, 4096, 4096), MakeShape(1024, 6144, 4096), MakeShape(8192, 8192, 8192)}) {
-    v1::Problem* p = req.add_problems();
-    *p->mutable_shape() = s;
-    p->set_layout(v1::LAYOUT_NT);
-  }
-  req.set_proposer("llm");
-  absl::StatusOr<v1::Job> job = service->CreateJob(req);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<v1::Job> done = service->RunJob(job->id());
-  ASSERT_TRUE(done.ok()) << done.status();
-  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->error();
+  absl::StatusOr<testing::ScriptedJobOutcome> r = testing::RunScriptedJob(
+      *store, *ev, {MakeShape(16, 4096, 4096), MakeShape(1024, 6144, 4096), MakeShape(8192, 8192, 8192)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job.state(), v1::JOB_STATE_SUCCEEDED) << r->job.error();
   std::ofstream summary(out + "/job.txt");
-  summary << "job " << job->id() << "\n";
-  for (const v1::ProblemProgress& p : done->problems()) {
+  summary << "job " << r->job.id() << "\n";
+  for (const v1::ProblemProgress& p : r->job.problems()) {
     summary << ProblemName(p.problem()) << ": best " << p.best_candidate_id() << " " << p.best_us()
             << " us, speedup " << p.speedup() << " (device)\n";
   }
-  absl::StatusOr<std::vector<LlmExchange>> ex = store->ListLlmExchanges(job->id());
-  ASSERT_TRUE(ex.ok());
-  std::map<std::string, int> kinds, statuses;
-  bool incorrect_repaired = false;
-  for (const LlmExchange& e : *ex) {
-    for (const LlmSample& s : e.samples) {
-      ++kinds[s.status + "/" + s.reward_kind];
-      ++statuses[s.status];
-      if (s.reward_kind == "incorrect" || s.reward_kind == "cheat") {
-        EXPECT_TRUE(s.reward.has_value() && *s.reward < 0) << s.reward_kind;
-      }
-    }
-    // The repair turn names the verdict, the problem and the runner's reason.
-    incorrect_repaired |= e.recipe == "repair" && e.prompt.find("was incorrect on") != std::string::npos &&
-                          (e.prompt.find("wrong_result: ") != std::string::npos ||
-                           e.prompt.find("exact_mismatch: ") != std::string::npos);
-  }
-  for (const auto& [k, n] : kinds) summary << k << ": " << n << "\n";
-  summary << "repair turn after an incorrect result: " << (incorrect_repaired ? "yes" : "no") << "\n";
-  EXPECT_GT(kinds["proposed/speedup"], 0);
-  EXPECT_GT(kinds["proposed/compile_error"], 0);
-  EXPECT_GT(kinds["proposed/incorrect"], 0);  // the swapped column pairs
-  EXPECT_GT(kinds["proposed/cheat"], 0);      // the call that launches nothing
-  EXPECT_GT(statuses["no_code"], 0);          // the refusal
-  EXPECT_TRUE(incorrect_repaired);
+  for (const auto& [k, n] : r->kinds) summary << k << ": " << n << "\n";
+  summary << r->exchanges << " exchanges; repair turn after an incorrect result: "
+          << (r->incorrect_repaired ? "yes" : "no") << "\n";
+  EXPECT_GT(r->kinds["proposed/speedup"], 0);
+  EXPECT_GT(r->kinds["proposed/compile_error"], 0);
+  EXPECT_GT(r->kinds["proposed/incorrect"], 0);  // the swapped column pairs
+  EXPECT_GT(r->kinds["proposed/cheat"], 0);      // the call that launches nothing
+  EXPECT_GT(r->statuses["no_code"], 0);          // the refusal
+  EXPECT_TRUE(r->incorrect_repaired);
+  EXPECT_TRUE(r->failures_penalised);
   std::ofstream jsonl(out + "/trajectories.jsonl");
-  absl::StatusOr<TrajectoryCounts> counts = WriteTrajectories(*store, job->id(), jsonl);
+  absl::StatusOr<TrajectoryCounts> counts = WriteTrajectories(*store, r->job.id(), jsonl);
   ASSERT_TRUE(counts.ok()) << counts.status();
   summary << counts->written << " trajectories written\n";
   EXPECT_GT(counts->written, 0);

@@ -1,18 +1,23 @@
 // The scripted endpoint's kernels on the CPU: every variant passes the
 // source policy and ABI checks the LLM proposer applies before nvcc, each
-// mutation really changed the seed, and with nvcc present the broken ones
-// build (or fail to build) as the GPU test expects.
+// mutation really changed the seed, with nvcc present the broken ones build
+// (or fail to build) as the GPU test expects, and the GPU test's job, on
+// VerdictBySourceEvaluator, ends in every kind it asserts there.
 #include "tests/scripted_kernels.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "proto/candidate.h"
+#include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "server/proposers/llm/extract.h"
+#include "tests/scripted_job.h"
 #include "worker/builder.h"
 
 namespace anvil::testing {
@@ -94,6 +99,90 @@ TEST(ScriptedKernels, TheBrokenOnesBuildAsExpected) {
     ASSERT_TRUE(builds[i].ok()) << builds[i].status();
     EXPECT_EQ(builds[i]->verdict(), cases[i].second) << i << ": " << builds[i]->error().substr(0, 2000);
   }
+}
+
+// An evaluator test double with the runner's verdicts for the scripted
+// variants, read from their source: the compile error nvcc gives the stray
+// line, INCORRECT for swapped column pairs, CHEAT for a call that launches
+// nothing, PASSED (faster with more stages) for the rest.
+class VerdictBySourceEvaluator : public CandidateEvaluator {
+ public:
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
+    std::vector<absl::StatusOr<v1::Build>> out;
+    for (const v1::Candidate& c : cs) {
+      v1::Build b;
+      b.set_candidate_id(c.id());
+      const bool broken = Has(c, "this line is not C++;");
+      b.set_verdict(broken ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+      if (broken) b.set_error("kernel.cu(760): error: this declaration has no storage class or type specifier");
+      out.push_back(b);
+    }
+    return out;
+  }
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+    std::vector<absl::StatusOr<MeasureResult>> out;
+    for (const MeasureRequest& r : rs) {
+      MeasureResult res;
+      for (const v1::Shape& s : r.shapes) res.measurements.push_back(One(r.candidate, s));
+      res.gpu_seconds = double(r.shapes.size());
+      out.push_back(std::move(res));
+    }
+    return out;
+  }
+  std::optional<v1::RunnerInfo> device() const override {
+    v1::RunnerInfo info;
+    info.set_gpu("FAKE-H100");
+    info.set_arch("sm_90a");
+    info.set_sm_count(132);
+    return info;
+  }
+
+ private:
+  static bool Has(const v1::Candidate& c, const char* s) { return c.source().find(s) != std::string::npos; }
+  static v1::Measurement One(const v1::Candidate& c, const v1::Shape& s) {
+    v1::Measurement m;
+    m.set_candidate_id(c.id());
+    *m.mutable_problem() = MakeProblem("FAKE-H100", "sm_90a", s, c.layout());
+    if (Has(c, "__floats2half2_rn(v1, v0)")) {
+      m.set_verdict(v1::VERDICT_INCORRECT);
+      m.set_reason("wrong_result");
+      m.set_detail("error beyond fp16 rounding of the exact result 1.4 exceeds 0.0003");
+      return m;
+    }
+    if (Has(c, "if (M > 0) return 0;")) {
+      m.set_verdict(v1::VERDICT_CHEAT);
+      m.set_reason("no_gpu_work");
+      m.set_detail("the call launched no GPU work");
+      return m;
+    }
+    m.set_verdict(v1::VERDICT_PASSED);
+    const double us = 100 - 5.0 * Has(c, "#define ANVIL_STAGES 3\n") + s.m() / 1000.0;
+    m.mutable_timings()->mutable_device()->set_median_us(us);
+    v1::Baseline* b = m.add_baselines();
+    b->set_name("cublas");
+    b->mutable_timings()->mutable_device()->set_median_us(110 + s.m() / 1000.0);
+    return m;
+  }
+};
+
+TEST(ScriptedKernels, TheGpuTestsJobEndsInEveryKindItAsserts) {
+  const std::string db = ::testing::TempDir() + "/scripted_job.db";
+  std::filesystem::remove(db);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  VerdictBySourceEvaluator evaluator;
+  absl::StatusOr<ScriptedJobOutcome> r = RunScriptedJob(
+      **store, evaluator, {MakeShape(16, 4096, 4096), MakeShape(1024, 6144, 4096), MakeShape(8192, 8192, 8192)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job.state(), v1::JOB_STATE_SUCCEEDED) << r->job.error();
+  EXPECT_EQ(r->exchanges, 12);
+  EXPECT_GT(r->kinds["proposed/speedup"], 0);
+  EXPECT_GT(r->kinds["proposed/compile_error"], 0);
+  EXPECT_GT(r->kinds["proposed/incorrect"], 0);
+  EXPECT_GT(r->kinds["proposed/cheat"], 0);
+  EXPECT_GT(r->statuses["no_code"], 0);
+  EXPECT_TRUE(r->incorrect_repaired);
+  EXPECT_TRUE(r->failures_penalised);
 }
 
 }  // namespace
