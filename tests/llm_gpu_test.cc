@@ -44,10 +44,15 @@ std::string ProfileSection(LocalEvaluator& ev, const std::string& label, const s
   AssignCandidateId(c);
   c.set_name(label);
   std::vector<absl::StatusOr<v1::Build>> b = ev.Build({c});
-  if (!b[0].ok() || b[0]->verdict() != v1::VERDICT_PASSED) return label + ": did not build\n";
+  if (!b[0].ok()) return absl::StrCat(label, ": not built: ", b[0].status().ToString(), "\n");
+  if (b[0]->verdict() != v1::VERDICT_PASSED) {
+    return absl::StrCat(label, ": ", v1::Verdict_Name(b[0]->verdict()), "\n", b[0]->error().substr(0, 3000), "\n");
+  }
   MeasureRequest r{c, *b[0], {shape}, false, {}};
   std::vector<absl::StatusOr<MeasureResult>> m = ev.Measure({r});
-  if (!m[0].ok() || m[0]->measurements.empty()) return label + ": not measured\n";
+  if (!m[0].ok() || m[0]->measurements.empty()) {
+    return absl::StrCat(label, ": not measured: ", m[0].ok() ? "no measurement" : m[0].status().ToString(), "\n");
+  }
   const v1::Measurement& meas = m[0]->measurements[0];
   *hint = SummariseProfile(meas);
   std::string out = absl::StrCat("## ", label, " on ", ShapeName(shape), " nt: ",

@@ -17,6 +17,7 @@
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "server/proposers/llm/extract.h"
+#include "tests/per_shape_evaluator.h"
 #include "tests/scripted_job.h"
 #include "worker/builder.h"
 
@@ -105,43 +106,17 @@ TEST(ScriptedKernels, TheBrokenOnesBuildAsExpected) {
 // variants, read from their source: the compile error nvcc gives the stray
 // line, INCORRECT for swapped column pairs, CHEAT for a call that launches
 // nothing, PASSED (faster with more stages) for the rest.
-class VerdictBySourceEvaluator : public CandidateEvaluator {
- public:
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
-    std::vector<absl::StatusOr<v1::Build>> out;
-    for (const v1::Candidate& c : cs) {
-      v1::Build b;
-      b.set_candidate_id(c.id());
-      const bool broken = Has(c, "this line is not C++;");
-      b.set_verdict(broken ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
-      if (broken) b.set_error("kernel.cu(760): error: this declaration has no storage class or type specifier");
-      out.push_back(b);
-    }
-    return out;
+class VerdictBySourceEvaluator : public PerShapeEvaluator {
+ protected:
+  v1::Build BuildOne(const v1::Candidate& c) override {
+    v1::Build b;
+    const bool broken = Has(c, "this line is not C++;");
+    b.set_verdict(broken ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+    if (broken) b.set_error("kernel.cu(760): error: this declaration has no storage class or type specifier");
+    return b;
   }
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
-    std::vector<absl::StatusOr<MeasureResult>> out;
-    for (const MeasureRequest& r : rs) {
-      MeasureResult res;
-      for (const v1::Shape& s : r.shapes) res.measurements.push_back(One(r.candidate, s));
-      res.gpu_seconds = double(r.shapes.size());
-      out.push_back(std::move(res));
-    }
-    return out;
-  }
-  std::optional<v1::RunnerInfo> device() const override {
-    v1::RunnerInfo info;
-    info.set_gpu("FAKE-H100");
-    info.set_arch("sm_90a");
-    info.set_sm_count(132);
-    return info;
-  }
-
- private:
-  static bool Has(const v1::Candidate& c, const char* s) { return c.source().find(s) != std::string::npos; }
-  static v1::Measurement One(const v1::Candidate& c, const v1::Shape& s) {
+  v1::Measurement MeasureOne(const v1::Candidate& c, const v1::Shape& s) override {
     v1::Measurement m;
-    m.set_candidate_id(c.id());
     *m.mutable_problem() = MakeProblem("FAKE-H100", "sm_90a", s, c.layout());
     if (Has(c, "__floats2half2_rn(v1, v0)")) {
       m.set_verdict(v1::VERDICT_INCORRECT);
@@ -163,6 +138,9 @@ class VerdictBySourceEvaluator : public CandidateEvaluator {
     b->mutable_timings()->mutable_device()->set_median_us(110 + s.m() / 1000.0);
     return m;
   }
+
+ private:
+  static bool Has(const v1::Candidate& c, const char* s) { return c.source().find(s) != std::string::npos; }
 };
 
 TEST(ScriptedKernels, TheGpuTestsJobEndsInEveryKindItAsserts) {
