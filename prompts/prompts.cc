@@ -15,8 +15,10 @@ namespace anvil {
 
 std::string DefaultPromptsDir(const std::string& executable_dir) {
   if (const char* env = std::getenv("ANVIL_PROMPTS_DIR")) return env;
-  std::string bundled = executable_dir + "/../share/anvil/prompts";
-  if (std::filesystem::exists(bundled)) return bundled;
+  for (const char* up : {"/..", "/../.."}) {  // bin/ or libexec/<kind>/
+    const std::string bundled = executable_dir + up + "/share/anvil/prompts";
+    if (std::filesystem::exists(bundled)) return std::filesystem::canonical(bundled).string();
+  }
   return ANVIL_SOURCE_PROMPTS_DIR;
 }
 

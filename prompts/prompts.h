@@ -14,7 +14,8 @@
 
 namespace anvil {
 
-// ANVIL_PROMPTS_DIR, else <exe>/../share/anvil/prompts, else the source tree's.
+// ANVIL_PROMPTS_DIR, else the bundle's share/anvil/prompts one or two levels
+// above <exe>'s directory (bin/, libexec/<kind>/), else the source tree's.
 std::string DefaultPromptsDir(const std::string& executable_dir);
 // Reads <dir>/<name>.txt.
 absl::StatusOr<std::string> LoadPrompt(const std::string& dir, const std::string& name);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 namespace anvil {
 namespace {
 
@@ -32,6 +35,18 @@ TEST(LoadPrompt, EveryTemplateRendersWithItsFields) {
   absl::StatusOr<std::string> version = PromptsVersion(ANVIL_PROMPTS_DIR_FOR_TEST);
   ASSERT_TRUE(version.ok());
   EXPECT_FALSE(version->empty());
+}
+
+TEST(DefaultPromptsDir, FindsTheBundlesFromBinAndFromLibexecTests) {
+  unsetenv("ANVIL_PROMPTS_DIR");
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "prompts-bundle";
+  std::filesystem::create_directories(root / "share/anvil/prompts");
+  std::filesystem::create_directories(root / "bin");
+  std::filesystem::create_directories(root / "libexec/tests");
+  const std::string want = std::filesystem::canonical(root / "share/anvil/prompts").string();
+  EXPECT_EQ(DefaultPromptsDir((root / "bin").string()), want);
+  EXPECT_EQ(DefaultPromptsDir((root / "libexec/tests").string()), want);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "reward/profile_hint.h"
-
 namespace anvil {
 namespace {
 
@@ -25,26 +23,6 @@ TEST(UnifiedDiff, ShowsChangedLinesWithContext) {
   std::string big_a, big_b;
   for (int i = 0; i < 100; ++i) big_a += "x\n", big_b += "y\n";
   EXPECT_NE(UnifiedDiff(big_a, big_b, "a", "b", 2, 10).find("diff cut after 10 lines"), std::string::npos);
-}
-
-TEST(SummariseProfile, NamesAMemoryBoundSmallShapeAndAComputeBoundLargeOne) {
-  v1::Measurement small = Timed(16, 4096, 4096, 20, 22);
-  (*small.mutable_profile())["hw.sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 9;
-  (*small.mutable_profile())["hw.dram__bytes_read.sum"] = 34e6;
-  (*small.mutable_profile())["hw.dram__bytes_write.sum"] = 0.1e6;
-  (*small.mutable_profile())["hw.smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct"] = 55;
-  (*small.mutable_profile())["hw.sm__cycles_active.avg"] = 900;
-  (*small.mutable_profile())["hw.sm__cycles_active.max"] = 1000;
-  ProfileHint s = SummariseProfile(small);
-  EXPECT_EQ(s.bottleneck, "memory");
-  EXPECT_NE(s.text.find("long scoreboard"), std::string::npos) << s.text;
-  v1::Measurement large = Timed(8192, 8192, 8192, 1300, 1350);
-  (*large.mutable_profile())["hw.sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 81;
-  (*large.mutable_profile())["hw.baseline.sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 78;
-  ProfileHint l = SummariseProfile(large);
-  EXPECT_EQ(l.bottleneck, "compute");
-  EXPECT_NE(l.text.find("fastest baseline 78%"), std::string::npos) << l.text;
-  EXPECT_EQ(SummariseProfile(Timed(64, 64, 64, 1, 1)).bottleneck, "unknown");
 }
 
 TEST(RenderContrast, PutsTheBestFirstAndDiffsTheOthersAgainstIt) {

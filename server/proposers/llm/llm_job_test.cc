@@ -18,6 +18,7 @@
 #include "server/proposers/llm/bandit_policy.h"
 #include "server/proposers/llm/llm_proposer.h"
 #include "server/proposers/llm/trajectories.h"
+#include "tests/per_shape_evaluator.h"
 #include "tests/scripted_llm_server.h"
 
 namespace anvil {
@@ -51,46 +52,19 @@ int Knob(const std::string& source, const std::string& name) {
 // pipeline depth and K tile: 60 + 160/stages + 640/bk us (+ M/1000), against
 // a baseline of 125 us: a 4-stage, 64-wide variant (110 us) beats a 4-stage,
 // 32-wide one (120 us), and a 2-stage one (160 us) is slower than the baseline.
-class KnobTimedEvaluator : public CandidateEvaluator {
- public:
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
-    std::vector<absl::StatusOr<v1::Build>> out;
-    for (const v1::Candidate& c : cs) {
-      v1::Build b;
-      b.set_candidate_id(c.id());
-      const bool broken = c.source().find("ANVIL_BROKEN_SYNTAX") != std::string::npos;
-      b.set_verdict(broken ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
-      if (broken) b.set_error("kernel.cu(1): error: identifier \"ANVIL_BROKEN_SYNTAX\" is undefined");
-      v1::KernelUsage* u = b.add_usage();
-      u->set_registers(96 + 8 * Knob(c.source(), "STAGES"));
-      out.push_back(b);
-    }
-    return out;
+class KnobTimedEvaluator : public testing::PerShapeEvaluator {
+ protected:
+  v1::Build BuildOne(const v1::Candidate& c) override {
+    v1::Build b;
+    const bool broken = c.source().find("ANVIL_BROKEN_SYNTAX") != std::string::npos;
+    b.set_verdict(broken ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+    if (broken) b.set_error("kernel.cu(1): error: identifier \"ANVIL_BROKEN_SYNTAX\" is undefined");
+    v1::KernelUsage* u = b.add_usage();
+    u->set_registers(96 + 8 * Knob(c.source(), "STAGES"));
+    return b;
   }
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
-    std::vector<absl::StatusOr<MeasureResult>> out;
-    for (const MeasureRequest& r : rs) {
-      MeasureResult res;
-      for (const v1::Shape& s : r.shapes) res.measurements.push_back(One(r.candidate, s));
-      res.gpu_seconds = double(r.shapes.size());
-      ++measured;
-      out.push_back(std::move(res));
-    }
-    return out;
-  }
-  std::optional<v1::RunnerInfo> device() const override {
-    v1::RunnerInfo info;
-    info.set_gpu("FAKE-H100");
-    info.set_arch("sm_90a");
-    info.set_sm_count(132);
-    return info;
-  }
-  int measured = 0;
-
- private:
-  v1::Measurement One(const v1::Candidate& c, const v1::Shape& s) {
+  v1::Measurement MeasureOne(const v1::Candidate& c, const v1::Shape& s) override {
     v1::Measurement m;
-    m.set_candidate_id(c.id());
     *m.mutable_problem() = MakeProblem("FAKE-H100", "sm_90a", s, c.layout());
     if (c.source().find("ANVIL_WRONG_INDEX") != std::string::npos) {
       m.set_verdict(v1::VERDICT_INCORRECT);
