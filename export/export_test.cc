@@ -68,6 +68,24 @@ class ExportTest : public ::testing::Test {
   v1::Candidate nt_, nn_;
 };
 
+// A tuned cuBLASLt choice is used only where it was the fastest vendor call
+// in both regimes: where cuBLAS beat it, the shape goes to cuBLAS.
+TEST_F(ExportTest, TunedCublasLtOnlyWhereItBeatTheOtherBaselines) {
+  const v1::Problem p = TestProblem(1024, 1024, 1024, v1::LAYOUT_NT, kGpu);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->PutMeasurement(RegimeMeasurement(nt_, p, 10, 20, 10, 20,
+                                                         1763900000000 + i, kVersions, true))
+                    .ok());
+  }
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", LtAlgo{std::string(64, '\x09'), 0, "graph-cold"}).ok());
+  absl::StatusOr<ExportReport> r = ExportLibrary(*store_, Options("pkg"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::map<std::string, std::string> path;
+  for (const ExportedShape& s : r->shapes) path[ShapeName(s.spec.shape)] = s.path;
+  EXPECT_EQ(path["1024x1024x1024"], "cublas");  // cuBLAS was fastest: its own choice
+  EXPECT_EQ(path["512x512x512"], "cublaslt");   // cublaslt_auto was fastest in both
+}
+
 TEST_F(ExportTest, ShipsOnlyKernelsThatClearTheMarginInBothRegimes) {
   absl::StatusOr<ExportReport> r = ExportLibrary(*store_, Options("pkg"));
   ASSERT_TRUE(r.ok()) << r.status();
