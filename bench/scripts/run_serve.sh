@@ -10,7 +10,8 @@
 # "coordinator overhead" line: its thread's time outside the evaluator and
 # the proposers, over the candidates it sent), with the server's Prometheus
 # counters beside it. Results under OUT_DIR: serve_optimize.log,
-# local_optimize.log, server.log, metrics.txt, compare.txt.
+# local_optimize.log, server.log, metrics.txt, *_kernels.json (each job's
+# verified winners), compare.txt (the table).
 #   BUDGET=10 DB=bench/state/2026-11-22-dev-search-h100.db.xz bench/scripts/run_serve.sh OUT_DIR
 # SLACK: seconds allowed beyond each budget for the verify stage (120). The
 # whole script takes about 2 x (BUDGET min + the verify stage) + a minute:
@@ -53,6 +54,8 @@ timeout $((BUDGET * 60 + SLACK)) "$ANVIL" --server "$ADDR" optimize --shapes "$S
 echo "served optimize rc=$? in ${SECONDS}s" | tee "$OUT/compare.txt"
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$OUT/metrics.txt"
 "$ANVIL" --server "$ADDR" jobs > "$OUT/serve_jobs.txt" 2>&1
+JOB=$(grep -oE "job-[0-9]+" "$OUT/serve_optimize.log" | head -1)
+"$ANVIL" --server "$ADDR" --json kernels --job "$JOB" > "$OUT/serve_kernels.json" 2>> "$OUT/compare.txt"
 kill -TERM "$SERVER"; wait "$SERVER"; echo "anvil serve exit $? after SIGTERM" >> "$OUT/compare.txt"
 SERVER=
 
@@ -61,6 +64,8 @@ SECONDS=0
 ANVIL_CACHE=$WORK/cache-local timeout $((BUDGET * 60 + SLACK)) "$ANVIL" --db "$WORK/local.db" optimize \
   --shapes "$SHAPES" --budget-minutes "$BUDGET" > "$OUT/local_optimize.log" 2>&1
 echo "local optimize rc=$? in ${SECONDS}s" | tee -a "$OUT/compare.txt"
+JOB=$(grep -oE "job-[0-9]+" "$OUT/local_optimize.log" | head -1)
+"$ANVIL" --db "$WORK/local.db" --json kernels --job "$JOB" > "$OUT/local_kernels.json" 2>> "$OUT/compare.txt"
 
-python3 "$BENCH/scripts/serve_compare.py" "$OUT/serve_optimize.log" "$OUT/local_optimize.log" \
-  "$OUT/metrics.txt" | tee -a "$OUT/compare.txt"
+python3 "$BENCH/scripts/serve_compare.py" "$OUT/serve_kernels.json" "$OUT/local_kernels.json" \
+  "$OUT/serve_optimize.log" "$OUT/local_optimize.log" "$OUT/metrics.txt" | tee -a "$OUT/compare.txt"

@@ -1,29 +1,46 @@
 #!/usr/bin/env python3
 """Compares a job run through `anvil serve` with a local `anvil optimize` run
-(bench/scripts/run_serve.sh): each problem's best verified time, baseline and
-speedup by the job's figure (the summary table both print), their geomeans,
-and the coordinator's overhead per candidate as each job measured it (its
-"coordinator overhead" line), with the server's Prometheus counters.
-  bench/scripts/serve_compare.py SERVE_LOG LOCAL_LOG [METRICS_TXT]"""
+(bench/scripts/run_serve.sh): each problem's verified winner by the figure
+(default graph-cold: the median speedup over the best baseline across its
+verified runs, from `anvil --json kernels --job JOB`), the geomeans, and the
+coordinator's overhead per candidate as each job measured it (its
+"coordinator overhead" progress line), with the server's Prometheus counters.
+  bench/scripts/serve_compare.py SERVED_KERNELS.json LOCAL_KERNELS.json SERVED_LOG LOCAL_LOG [METRICS_TXT]"""
+import json
 import math
 import re
 import sys
 
-ROW = re.compile(r"^\s+(\S+)\s+(nt|nn)\s+(\d+) tried\s+([\d.]+) us\s+best baseline\s+([\d.]+) us\s+([\d.]+)x")
+FIGURE = "graph-cold"
 OVERHEAD = re.compile(r"coordinator overhead: ([\d.]+) ms per candidate \((\d+) candidates; of ([\d.]+) s wall, "
                       r"([\d.]+) s waiting on the evaluator, ([\d.]+) s in the proposers")
 
 
-def read(path):
-    rows, overhead = {}, None
+def winners(path):
+    """(shape, layout) -> (speedup median, min, max, runs) by FIGURE."""
+    out = {}
+    try:
+        data = json.load(open(path))
+    except (OSError, ValueError):
+        return out
+    for k in data.get("kernels", []):
+        p = k.get("measurement", {}).get("problem", {})
+        s = p.get("shape", {})
+        key = (f"{int(s.get('m', 0))}x{int(s.get('n', 0))}x{int(s.get('k', 0))}",
+               p.get("layout", "").replace("LAYOUT_", "").lower())
+        for sp in k.get("spreads", []):
+            if sp.get("figure") == FIGURE:
+                out[key] = (sp.get("median", 0), sp.get("min", 0), sp.get("max", 0), sp.get("runs", 0))
+    return out
+
+
+def overhead(path):
+    found = None
     for line in open(path, errors="replace"):
-        m = ROW.match(line)
-        if m:
-            rows[(m[1], m[2])] = (int(m[3]), float(m[4]), float(m[5]), float(m[6]))
         m = OVERHEAD.search(line)
         if m:
-            overhead = tuple(float(x) for x in m.groups())
-    return rows, overhead
+            found = tuple(float(x) for x in m.groups())
+    return found
 
 
 def geomean(xs):
@@ -41,29 +58,29 @@ def metrics(path):
 
 
 def main():
-    served, s_over = read(sys.argv[1])
-    local, l_over = read(sys.argv[2])
-    print(f"{'problem':<22} {'layout':<6} {'served: tried':>13} {'us':>9} {'speedup':>8}   "
-          f"{'local: tried':>12} {'us':>9} {'speedup':>8}   served/local")
+    served, local = winners(sys.argv[1]), winners(sys.argv[2])
+    print(f"verified winners, {FIGURE} speedup over the best baseline (median of the verified runs [min, max])")
+    print(f"{'problem':<20} {'layout':<6} {'served':>24}   {'local':>24}   served/local")
+    cell = lambda r: f"{r[0]:.3f}x [{r[1]:.3f}, {r[2]:.3f}]" if r else "-"
     for key in sorted(set(served) | set(local), key=lambda k: (k[1], k[0])):
         s, l = served.get(key), local.get(key)
-        cell = lambda r, w: f"{r[0]:>{w}} {r[1]:>9.2f} {r[3]:>7.3f}x" if r else f"{'-':>{w}} {'-':>9} {'-':>8}"
-        ratio = f"{s[3] / l[3]:.3f}" if s and l and l[3] > 0 else "-"
-        print(f"{key[0]:<22} {key[1]:<6} {cell(s, 13)}   {cell(l, 12)}   {ratio}")
-    gs, gl = geomean([r[3] for r in served.values()]), geomean([r[3] for r in local.values()])
-    print(f"geomean speedup: served {gs:.3f}x over {len(served)} problems, local {gl:.3f}x over {len(local)}"
+        ratio = f"{s[0] / l[0]:.3f}" if s and l and l[0] > 0 else "-"
+        print(f"{key[0]:<20} {key[1]:<6} {cell(s):>24}   {cell(l):>24}   {ratio}")
+    gs, gl = geomean([r[0] for r in served.values()]), geomean([r[0] for r in local.values()])
+    print(f"geomean: served {gs:.3f}x over {len(served)} problems, local {gl:.3f}x over {len(local)}"
           + (f" (served/local {gs / gl:.3f})" if gl > 0 else ""))
-    for name, o in (("served", s_over), ("local", l_over)):
+    for name, path in (("served", sys.argv[3]), ("local", sys.argv[4])):
+        o = overhead(path)
         if o:
             print(f"coordinator overhead, {name}: {o[0]:.2f} ms per candidate ({int(o[1])} candidates; "
                   f"{o[2]:.0f} s wall, {o[3]:.0f} s waiting on the evaluator, {o[4]:.1f} s in the proposers)")
         else:
-            print(f"coordinator overhead, {name}: not reported (the job did not end)")
-    if len(sys.argv) > 3:
-        m = metrics(sys.argv[3])
+            print(f"coordinator overhead, {name}: no line in {path} (the job did not end?)")
+    if len(sys.argv) > 5:
+        m = metrics(sys.argv[5])
         n = m.get("anvil_coordinator_candidates_total", 0)
         if n > 0:
-            print(f"server metrics: {1000 * m.get('anvil_coordinator_overhead_seconds_total', 0) / n:.2f} ms "
+            print(f"server counters: {1000 * m.get('anvil_coordinator_overhead_seconds_total', 0) / n:.2f} ms "
                   f"overhead per candidate over {int(n)} candidates, "
                   f"{m.get('anvil_evaluator_wait_seconds_total', 0):.0f} s waiting on the evaluator")
 
