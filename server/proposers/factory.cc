@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "deploy/layout.h"
 #include "prompts/prompts.h"
 #include "server/proposers/embedded/embedded_proposer.h"
