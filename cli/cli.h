@@ -86,6 +86,8 @@ struct ExportArgs {
   double margin = 0.02;       // --margin: required win over the best baseline in both regimes
 };
 int RunExport(const Globals& g, const ExportArgs& a);
+// What an export wrote, one line per shape then the package (local and --server).
+void PrintExport(const Globals& g, const v1::ExportLibraryResponse& r);
 // The job's LLM samples as JSON Lines (format "jsonl") to out_path ("" or "-": stdout).
 int RunExportTrajectories(const Globals& g, const std::string& job, const std::string& format,
                           const std::string& out_path);
@@ -103,7 +105,8 @@ void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, cons
 absl::StatusOr<std::string> ClientToken(const Globals& g);  // "" when none
 int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a);
 int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
-int RunExportRemote(const Globals& g, const v1::ExportLibraryRequest& request);
+// --out is a folder below the server's export.root; --problems is read here.
+int RunExportRemote(const Globals& g, const ExportArgs& a);
 int RunJobs(const Globals& g, const std::string& state, int limit);
 int RunWatch(const Globals& g, const std::string& job_id, const std::string& figure);
 int RunCancel(const Globals& g, const std::string& job_id);

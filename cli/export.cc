@@ -1,4 +1,5 @@
-// anvil export: the per-GPU kernel package (export/export.h).
+// anvil export: the per-GPU kernel package (export/export.h), printed the
+// same way for the store here and for a server's ExportLibrary (--server).
 #include <iostream>
 
 #include "absl/strings/str_format.h"
@@ -8,6 +9,23 @@
 #include "store/store.h"
 
 namespace anvil::cli {
+
+void PrintExport(const Globals& g, const v1::ExportLibraryResponse& r) {
+  if (g.json) {
+    nlohmann::json j = {{"output_dir", r.output_dir()}, {"kernels", r.kernels()}, {"fallbacks", r.fallbacks()}};
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  for (const v1::ExportedShape& s : r.shapes()) {
+    std::cout << absl::StrFormat("%-22s %-3s %-9s %s\n", ShapeName(s.problem().shape()),
+                                 LayoutName(s.problem().layout()), s.path(),
+                                 s.path() == "kernel" ? s.kernel() : s.reason());
+  }
+  std::cout << absl::StrFormat("%s: %d shapes served by kernels, %d by cuBLASLt/cuBLAS "
+                               "(build: cmake -S %s -B %s/build && cmake --build %s/build)\n",
+                               r.output_dir(), r.kernels(), r.fallbacks(), r.output_dir(), r.output_dir(),
+                               r.output_dir());
+}
 
 int RunExport(const Globals& g, const ExportArgs& a) {
   StoreOptions opts;
@@ -27,20 +45,7 @@ int RunExport(const Globals& g, const ExportArgs& a) {
                        c == absl::StatusCode::kFailedPrecondition;
     return Report(r.status(), input ? kUsage : kFailed);
   }
-  if (g.json) {
-    nlohmann::json j = {{"output_dir", r->out_dir}, {"kernels", r->kernels}, {"fallbacks", r->fallbacks}};
-    std::cout << j.dump() << "\n";
-    return kOk;
-  }
-  for (const ExportedShape& s : r->shapes) {
-    std::cout << absl::StrFormat("%-22s %-3s %-9s %s\n", ShapeName(s.spec.shape),
-                                 LayoutName(s.spec.layout), s.path,
-                                 s.path == "kernel" ? s.kernel : s.reason);
-  }
-  std::cout << absl::StrFormat("%s: %d shapes served by kernels, %d by cuBLASLt/cuBLAS "
-                               "(build: cmake -S %s -B %s/build && cmake --build %s/build)\n",
-                               r->out_dir, r->kernels, r->fallbacks, r->out_dir, r->out_dir,
-                               r->out_dir);
+  PrintExport(g, ExportResponse(*r));
   return kOk;
 }
 

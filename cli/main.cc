@@ -138,12 +138,7 @@ int main(int argc, char** argv) {
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g, migrate);
   if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
-  if (*xport && !g.server.empty()) {
-    anvil::v1::ExportLibraryRequest xreq;
-    xreq.set_output_dir(ex.out_dir);
-    return RunExportRemote(g, xreq);
-  }
-  if (*xport) return RunExport(g, ex);
+  if (*xport) return g.server.empty() ? RunExport(g, ex) : RunExportRemote(g, ex);
   if (*serve) {
     std::vector<std::string> args = serve->remaining();
     const bool db_given = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");

@@ -18,10 +18,8 @@
 #include "seeds/seeds.h"
 #include "server/job_service.h"
 #include "server/local_evaluator.h"
-#include "server/proposers/embedded/embedded_proposer.h"
 #include "server/proposers/embedded/search.h"
-#include "server/proposers/llm/bandit_policy.h"
-#include "server/proposers/llm/llm_proposer.h"
+#include "server/proposers/factory.h"
 #include "prompts/prompts.h"
 
 namespace anvil::cli {
@@ -82,30 +80,21 @@ absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
   o.evaluator = &evaluator;
   o.default_figure = a.figure;
   o.build_chunk = std::max(8, 2 * build_jobs);
-  o.proposers = [&seeds, &store, a, o_chunk = o.build_chunk, result](const v1::OptimizeKernelRequest&)
-      -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
-    EmbeddedProposerOptions e;
-    e.seeds = seeds;
-    e.search.budget_seconds = a.budget_minutes * 60;
-    e.search.seeds_only = a.seeds_only;
-    e.search.transfer_from = a.transfer_from;
-    e.search.figure = a.figure;
-    e.search.build_chunk = o_chunk;
-    e.progress = [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; };
-    e.on_done = [result](const absl::StatusOr<SearchResult>& r) {
-      if (r.ok()) *result = *r;
-    };
-    std::vector<std::unique_ptr<Proposer>> out;
-    out.push_back(std::make_unique<EmbeddedProposer>(std::move(e)));
-    if (!a.llm_config.empty()) {
-      absl::StatusOr<std::unique_ptr<Proposer>> llm = LlmProposerFromConfig(a.llm_config, store, PromptsDir());
-      if (!llm.ok()) return llm.status();
-      out.push_back(std::move(*llm));
-    }
-    return out;
+  ProposerSetupOptions p;
+  p.store = &store;
+  p.seeds = seeds;
+  p.llm_config = a.llm_config;
+  p.prompts_dir = PromptsDir();
+  p.build_chunk = o.build_chunk;
+  p.seeds_only = a.seeds_only;
+  p.transfer_from = a.transfer_from;
+  p.progress = [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; };
+  p.on_done = [result](const absl::StatusOr<SearchResult>& r) {
+    if (r.ok()) *result = *r;
   };
-  // With a model beside the embedded search, the budget follows what pays.
-  if (!a.llm_config.empty()) o.share_policy = [] { return MakeBanditSharePolicy(); };
+  ProposerSet set = MakeProposerSet(std::move(p));
+  o.proposers = std::move(set.factory);
+  o.share_policy = std::move(set.share_policy);
   return JobService::Create(std::move(o));
 }
 

@@ -1,6 +1,8 @@
 // The CLI as a client of `anvil serve` (--server HOST:PORT): optimize,
 // kernels, export, jobs, watch and cancel over gRPC instead of the store.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -147,16 +149,32 @@ int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& req) {
   return kOk;
 }
 
-int RunExportRemote(const Globals& g, const v1::ExportLibraryRequest& req) {
+int RunExportRemote(const Globals& g, const ExportArgs& a) {
+  v1::ExportLibraryRequest req;
+  req.set_output_dir(a.out_dir);
+  req.set_gpu(a.gpu);
+  req.set_margin(a.margin);
+  if (!a.problems_file.empty()) {
+    std::ifstream in(a.problems_file);
+    if (!in) return Report(absl::NotFoundError("cannot read problems file " + a.problems_file), kUsage);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::vector<ShapeSpec>> specs = ParseShapesFile(text.str());
+    if (!specs.ok()) {
+      return Report(absl::InvalidArgumentError(absl::StrCat(a.problems_file, ": ", specs.status().message())),
+                    kUsage);
+    }
+    for (const ShapeSpec& s : *specs) {
+      v1::Problem* p = req.add_problems();
+      *p->mutable_shape() = s.shape;
+      p->set_layout(s.layout);
+    }
+  }
   absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
   if (!client.ok()) return Report(client.status(), kUsage);
   absl::StatusOr<v1::ExportLibraryResponse> r = (*client)->ExportLibrary(req);
   if (!r.ok()) return Fail(g, r.status());
-  std::cout << (g.json ? ToJson(*r)
-                       : absl::StrFormat("library written to %s on the server: %d shapes with a searched "
-                                         "kernel, %d falling back to cuBLAS", r->output_dir(), r->kernels(),
-                                         r->fallbacks()))
-            << "\n";
+  PrintExport(g, *r);
   return kOk;
 }
 

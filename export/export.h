@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "anvil/v1/kernel_search.pb.h"
 #include "proto/problem.h"
 #include "store/store.h"
 
@@ -57,6 +58,9 @@ struct ExportReport {
 // the margin for that GPU; out_dir exists and is not a previous export),
 // and the store's own errors.
 absl::StatusOr<ExportReport> ExportLibrary(Store& store, const ExportOptions& options);
+
+// The report as the ExportLibrary RPC answers it (response.cc).
+v1::ExportLibraryResponse ExportResponse(const ExportReport& report);
 
 }  // namespace anvil
 

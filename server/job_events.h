@@ -24,6 +24,24 @@ struct ProposerUsage {
   int improvements = 0;        // times one of its candidates became a problem's best
 };
 
+// Where this run's wall time went on the job's thread, by the real steady
+// clock (not the service's budget clock): waiting on the evaluator (builds
+// and measurements), in the proposers (Propose, Observe), and the rest: the
+// coordinator's own overhead (scheduling, precheck, store writes, rewards,
+// progress events). `candidates`: sent to the evaluator (measured, or failed
+// to build).
+struct CoordinatorTime {
+  double wall_seconds = 0;
+  double evaluator_seconds = 0;
+  double proposer_seconds = 0;
+  int candidates = 0;
+  double overhead_seconds() const { return wall_seconds - evaluator_seconds - proposer_seconds; }
+  // Overhead per candidate (ms); 0 before the first candidate.
+  double overhead_ms_per_candidate() const {
+    return candidates > 0 ? 1000 * overhead_seconds() / candidates : 0;
+  }
+};
+
 // The job's spend against its budget (proto Budget), at the time of the event.
 struct BudgetUsage {
   double wall_seconds = 0;             // the job's wall time, every run summed
@@ -32,6 +50,7 @@ struct BudgetUsage {
   std::map<std::string, ProposerUsage> by_proposer;
   double max_wall_seconds = 0;         // the limits in force (0: none)
   double max_gpu_seconds = 0;
+  CoordinatorTime coordinator;         // this run's (a resumed job starts again)
 };
 
 enum class JobEventKind {

@@ -41,6 +41,21 @@ JobRun::JobRun(std::string job_id, v1::OptimizeKernelRequest request, JobRunOpti
   exhausted_.assign(options_.proposers.size(), false);
 }
 
+namespace {
+
+// Seconds since `from` by the real steady clock.
+double Since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+
+}  // namespace
+
+CoordinatorTime JobRun::Coordinator() const {
+  CoordinatorTime c = coordinator_;
+  c.wall_seconds = Since(real_start_);
+  return c;
+}
+
 double JobRun::Elapsed() const {
   const Clock::time_point now = options_.clock ? options_.clock() : Clock::now();
   return std::chrono::duration<double>(now - start_).count();
@@ -48,6 +63,7 @@ double JobRun::Elapsed() const {
 
 absl::StatusOr<v1::JobState> JobRun::Run() {
   start_ = options_.clock ? options_.clock() : Clock::now();
+  real_start_ = std::chrono::steady_clock::now();
   if (absl::Status st = Init(); !st.ok()) return st;
   Emit(JobEventKind::kState, absl::StrFormat("running: %d problems, %d proposers, figure %s",
                                              problems_.size(), options_.proposers.size(),
@@ -94,6 +110,13 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
     ObserveAll(unmeasured);
   }
   if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  const CoordinatorTime c = Coordinator();
+  Emit(JobEventKind::kLog,
+       absl::StrFormat("coordinator overhead: %.2f ms per candidate (%d candidates; of %.1f s wall, "
+                       "%.1f s waiting on the evaluator, %.1f s in the proposers, %.2f s scheduling, "
+                       "storing and reporting)",
+                       c.overhead_ms_per_candidate(), c.candidates, c.wall_seconds, c.evaluator_seconds,
+                       c.proposer_seconds, c.overhead_seconds()));
   return stopped_ ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
 }
 
@@ -226,7 +249,9 @@ absl::Status JobRun::Refill() {
     asked[i] = true;
     const int n = options_.pending_per_proposer - pending_count_[i];
     if (n <= 0) continue;
+    const auto asked_at = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<Proposal>> got = options_.proposers[i]->Propose(View(), n);
+    coordinator_.proposer_seconds += Since(asked_at);
     if (!got.ok()) return got.status();
     if (got->empty() && pending_count_[i] == 0 && in_flight_[i] == 0 && !final_phase_) exhausted_[i] = true;
     for (Proposal& p : *got) {
@@ -370,7 +395,9 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
 // Waits for a round's builds; a failed build is measured nowhere.
 absl::Status JobRun::FinishBuilds(Round& r) {
   if (!r.builds.valid()) return absl::OkStatus();
+  const auto waited_from = std::chrono::steady_clock::now();
   std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();
+  coordinator_.evaluator_seconds += Since(waited_from);
   if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
   for (size_t k = 0; k < builds.size(); ++k) {
     if (!builds[k].ok()) return builds[k].status();
@@ -381,6 +408,7 @@ absl::Status JobRun::FinishBuilds(Round& r) {
     } else {
       o.outcome = Outcome::kBuildFailed;
       o.measured_on.clear();
+      ++coordinator_.candidates;
     }
   }
   return absl::OkStatus();
@@ -429,7 +457,10 @@ absl::Status JobRun::MeasureRound(Round& r) {
     req.recheck = o.proposal.recheck;
     for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
     req.known_lt_algos = StoredLtAlgos(o.measured_on);
+    const auto measured_from = std::chrono::steady_clock::now();
     std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure({req});
+    coordinator_.evaluator_seconds += Since(measured_from);
+    ++coordinator_.candidates;
     if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
     if (!results[0].ok()) return results[0].status();
     o.outcome = Outcome::kMeasured;
@@ -575,7 +606,9 @@ absl::Status JobRun::Checkpoint() {
 void JobRun::ObserveAll(std::vector<Observation>& round) {
   std::map<int, std::vector<Observation>> by;
   for (Observation& o : round) by[ProposerIndex(o)].push_back(std::move(o));
+  const auto told_at = std::chrono::steady_clock::now();
   for (auto& [i, obs] : by) options_.proposers[i]->Observe(View(), obs);
+  coordinator_.proposer_seconds += Since(told_at);
 }
 
 bool JobRun::BudgetSpent() {
@@ -639,6 +672,7 @@ void JobRun::Emitted(JobEvent e) {
   e.usage.max_gpu_seconds = request_.budget().max_gpu_seconds();
   for (const ProblemView& v : problems_) e.usage.candidates += v.tried_this_job;
   for (size_t i = 0; i < usage_.size(); ++i) e.usage.by_proposer[options_.proposers[i]->name()] = usage_[i];
+  e.usage.coordinator = Coordinator();
   options_.emit(e);
 }
 

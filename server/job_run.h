@@ -106,6 +106,7 @@ class JobRun {
   void Emit(JobEventKind kind, std::string message, int problem = -1);
   void Emitted(JobEvent e);
   double Elapsed() const;
+  CoordinatorTime Coordinator() const;
 
   const std::string job_id_;
   const v1::OptimizeKernelRequest request_;
@@ -133,6 +134,9 @@ class JobRun {
   double gpu_ = 0;                        // this run's
   double checkpointed_wall_ = 0, checkpointed_gpu_ = 0;
   std::chrono::steady_clock::time_point start_;
+  // The coordinator's own time (job_events.h), by the real clock.
+  std::chrono::steady_clock::time_point real_start_;
+  CoordinatorTime coordinator_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> stopped_{false};
 };

@@ -16,8 +16,17 @@ namespace anvil {
 struct JobService::Watcher {
   absl::Mutex mu;
   bool active ABSL_GUARDED_BY(mu) = true;
+  bool ended ABSL_GUARDED_BY(mu) = false;  // the job's final state was delivered
   std::function<void(const JobEvent&)> fn;
 };
+
+namespace {
+
+bool Ended(v1::JobState s) {
+  return s != v1::JOB_STATE_QUEUED && s != v1::JOB_STATE_RUNNING && s != v1::JOB_STATE_UNSPECIFIED;
+}
+
+}  // namespace
 
 class JobService::WatchHandle : public Watch {
  public:
@@ -235,18 +244,32 @@ absl::StatusOr<std::vector<v1::Job>> JobService::ListJobs(int limit, v1::JobStat
 
 absl::StatusOr<std::unique_ptr<Watch>> JobService::WatchJob(
     const std::string& job_id, std::function<void(const JobEvent&)> fn) {
-  absl::StatusOr<v1::Job> job = options_.store->GetJob(job_id);
-  if (!job.ok()) return job.status();
+  if (absl::StatusOr<v1::Job> known = options_.store->GetJob(job_id); !known.ok()) return known.status();
   auto w = std::make_shared<Watcher>();
   w->fn = std::move(fn);
-  JobEvent first;
-  first.kind = JobEventKind::kState;
-  first.job = *job;
-  first.message = absl::StrCat("job ", v1::JobState_Name(job->state()));
-  w->fn(first);
-  absl::MutexLock lock(&mu_);
-  watchers_.emplace(job_id, w);
-  return std::unique_ptr<Watch>(new WatchHandle(this, job_id, w));
+  // Registered before the state is read, and holding its lock until the first
+  // event is delivered: a job ending meanwhile either wrote its end state
+  // before the read below (the first event is final) or emits it after (it
+  // waits for the lock, then arrives second). Either way the final state
+  // arrives, exactly once.
+  w->mu.Lock();
+  {
+    absl::MutexLock lock(&mu_);
+    watchers_.emplace(job_id, w);
+  }
+  auto handle = std::unique_ptr<Watch>(new WatchHandle(this, job_id, w));
+  absl::StatusOr<v1::Job> job = options_.store->GetJob(job_id);
+  if (job.ok()) {
+    JobEvent first;
+    first.kind = JobEventKind::kState;
+    first.job = *job;
+    first.message = absl::StrCat("job ", v1::JobState_Name(job->state()));
+    w->ended = Ended(job->state());
+    w->fn(first);
+  }
+  w->mu.Unlock();
+  if (!job.ok()) return job.status();  // the handle unregisters it
+  return handle;
 }
 
 void JobService::Emit(const std::string& job_id, const JobEvent& event) {
@@ -256,9 +279,12 @@ void JobService::Emit(const std::string& job_id, const JobEvent& event) {
     auto [from, end] = watchers_.equal_range(job_id);
     for (auto it = from; it != end; ++it) to.push_back(it->second);
   }
+  const bool final = event.kind == JobEventKind::kState && Ended(event.job.state());
   for (const auto& w : to) {
     absl::MutexLock lock(&w->mu);
-    if (w->active) w->fn(event);
+    if (!w->active || w->ended) continue;  // nothing follows a job's final state
+    w->ended = final;
+    w->fn(event);
   }
 }
 

@@ -77,6 +77,13 @@ std::unique_ptr<SharePolicy> MakeEqualSharePolicy();
 using ProposerFactory = std::function<absl::StatusOr<std::vector<std::unique_ptr<Proposer>>>(
     const v1::OptimizeKernelRequest& request)>;
 
+// A job's proposers and the policy sharing its budget among them, as made by
+// server/proposers/factory.h (or a test's doubles).
+struct ProposerSet {
+  ProposerFactory factory;
+  std::function<std::unique_ptr<SharePolicy>()> share_policy;  // empty: equal shares
+};
+
 struct JobServiceOptions {
   Store* store = nullptr;                    // REQUIRES: non-null, outlives the service
   // The GPU this service measures on. (An evaluator per GPU model comes with

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "tests/coordinator/fakes.h"
 
@@ -264,6 +265,60 @@ TEST_F(JobServiceTest, CancelStopsAJobAndKeepsWhatItMeasured) {
   EXPECT_EQ(counts->measurements, evaluator_.measured_total);
   EXPECT_EQ(service->CancelJob(id).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(service->StartJob(id).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A watch set up just as its job ends gets the final state, exactly once:
+// its first event's callback is slow (as a stream's first write may be), and
+// the job finishes on its own thread meanwhile; or the watch comes after the
+// end. Neither misses the end nor hangs.
+TEST_F(JobServiceTest, AWatchAttachingAsItsJobEndsGetsTheFinalStateOnce) {
+  const v1::OptimizeKernelRequest req = Request(1, 0);
+  std::unique_ptr<JobService> service = Service(Script(req, 3));
+  for (int after_ms : {0, 0, 0, 2, 20, 400}) {  // the job takes a few ms
+    const std::string id = service->CreateJob(req)->id();
+    ASSERT_TRUE(service->StartJob(id).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    std::mutex mu;
+    std::condition_variable cv;
+    int finals = 0, events = 0;
+    absl::StatusOr<std::unique_ptr<Watch>> w = service->WatchJob(id, [&](const JobEvent& e) {
+      const bool final = e.kind == JobEventKind::kState && e.job.state() == v1::JOB_STATE_SUCCEEDED;
+      if (events++ == 0 && !final) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::lock_guard<std::mutex> lock(mu);
+      finals += final;
+      cv.notify_all();
+    });
+    ASSERT_TRUE(w.ok()) << w.status();
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return finals > 0; }))
+          << "the watch attached " << after_ms << " ms after the start never saw the job end";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(finals, 1) << after_ms;
+    EXPECT_EQ(store_->GetJob(id)->state(), v1::JOB_STATE_SUCCEEDED);
+  }
+}
+
+TEST_F(JobServiceTest, EveryRunReportsTheCoordinatorsOwnTimePerCandidate) {
+  const v1::OptimizeKernelRequest req = Request(2, 0);
+  std::unique_ptr<JobService> service = Service(Script(req, 4));
+  const std::string id = service->CreateJob(req)->id();
+  std::vector<JobEvent> logs;
+  absl::StatusOr<std::unique_ptr<Watch>> w = service->WatchJob(id, [&](const JobEvent& e) {
+    if (e.kind == JobEventKind::kLog) logs.push_back(e);
+  });
+  ASSERT_TRUE(service->RunJob(id).ok());
+  ASSERT_FALSE(logs.empty());
+  const JobEvent& last = logs.back();
+  EXPECT_EQ(last.message.rfind("coordinator overhead: ", 0), 0u) << last.message;
+  const CoordinatorTime& c = last.usage.coordinator;
+  EXPECT_EQ(c.candidates, evaluator_.measured_total + 2) << "measured (re-checks included), one failed build per problem";
+  EXPECT_GT(c.wall_seconds, 0);
+  EXPECT_GE(c.overhead_seconds(), 0);
+  EXPECT_LE(c.evaluator_seconds + c.proposer_seconds, c.wall_seconds);
+  EXPECT_NEAR(c.overhead_ms_per_candidate(), 1000 * c.overhead_seconds() / c.candidates, 1e-9);
 }
 
 TEST_F(JobServiceTest, ARequestIdMakesCreateIdempotent) {

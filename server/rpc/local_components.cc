@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 
 #include "server/local_evaluator.h"
+#include "server/proposers/factory.h"
+#include "spdlog/spdlog.h"
 
 namespace anvil {
 
@@ -25,9 +27,17 @@ ServeComponents LocalServeComponents() {
     if (!e.ok()) return e.status();
     return std::unique_ptr<CandidateEvaluator>(*std::move(e));
   };
-  c.proposers = [](const v1::OptimizeKernelRequest&)
-      -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
-    return absl::UnimplementedError("the embedded proposer is not wired into anvil serve yet");
+  c.proposers = [](const ServerOptions& o, Store& store) -> absl::StatusOr<ProposerSet> {
+    absl::StatusOr<std::vector<SeedFamily>> seeds = LoadDefaultSeeds();
+    if (!seeds.ok()) return seeds.status();
+    ProposerSetupOptions p;
+    p.store = &store;
+    p.seeds = *std::move(seeds);
+    p.llm_config = o.llm_config;
+    p.prompts_dir = DefaultPromptsDirHere();
+    p.build_chunk = o.build_chunk;
+    p.progress = [](const std::string& line) { spdlog::info("{}", line); };
+    return MakeProposerSet(std::move(p));
   };
   return c;
 }

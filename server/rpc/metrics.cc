@@ -49,6 +49,12 @@ struct ServerMetrics::Impl : prometheus::Collectable {
       .Help("Rewards given to candidates").Register(*registry).Add({}, kRewardBuckets);
   prometheus::Family<prometheus::Counter>& rpcs = prometheus::BuildCounter()
       .Name("anvil_rpcs_total").Help("Finished RPCs by method and status code").Register(*registry);
+  prometheus::Counter& overhead_s = prometheus::BuildCounter().Name("anvil_coordinator_overhead_seconds_total")
+      .Help("Job threads' time outside the evaluator and the proposers").Register(*registry).Add({});
+  prometheus::Counter& coordinated = prometheus::BuildCounter().Name("anvil_coordinator_candidates_total")
+      .Help("Candidates sent to the evaluator by job threads").Register(*registry).Add({});
+  prometheus::Counter& evaluator_s = prometheus::BuildCounter().Name("anvil_evaluator_wait_seconds_total")
+      .Help("Job threads' time waiting on builds and measurements").Register(*registry).Add({});
   std::unique_ptr<prometheus::Exposer> exposer;
 
   std::vector<prometheus::MetricFamily> Collect() const override {
@@ -97,6 +103,12 @@ void ServerMetrics::CandidateMeasured(const std::string& verdict, double seconds
 }
 
 void ServerMetrics::Rewarded(double value) { impl_->reward.Observe(value); }
+
+void ServerMetrics::CoordinatorSpent(double overhead_seconds, double evaluator_seconds, int candidates) {
+  if (overhead_seconds > 0) impl_->overhead_s.Increment(overhead_seconds);
+  if (evaluator_seconds > 0) impl_->evaluator_s.Increment(evaluator_seconds);
+  if (candidates > 0) impl_->coordinated.Increment(candidates);
+}
 
 void ServerMetrics::RpcFinished(const std::string& method, const std::string& code) {
   impl_->rpcs.Add({{"method", method}, {"code", code}}).Increment();

@@ -9,6 +9,11 @@
 //   anvil_build_seconds / anvil_measure_seconds   latency histograms
 //   anvil_reward                            histogram of rewards given
 //   anvil_rpcs_total{method,code}           finished RPCs by status code
+//   anvil_coordinator_overhead_seconds_total  job threads' time outside the evaluator and the
+//                                           proposers (scheduling, store, rewards, events)
+//   anvil_coordinator_candidates_total      candidates sent to the evaluator; the ratio of the
+//                                           two rates is the coordinator's overhead per candidate
+//   anvil_evaluator_wait_seconds_total      job threads' time waiting on builds and measurements
 // Counters are fed by the server as events happen; gauges are read from the
 // snapshot function at each scrape. Thread-safe.
 #ifndef ANVIL_SERVER_RPC_METRICS_H_
@@ -42,6 +47,8 @@ class ServerMetrics {
   void CandidateBuilt(bool ok, double seconds);
   void CandidateMeasured(const std::string& verdict, double seconds);
   void Rewarded(double value);
+  // A job thread's time since its last report (server/job_events.h CoordinatorTime).
+  void CoordinatorSpent(double overhead_seconds, double evaluator_seconds, int candidates);
   void RpcFinished(const std::string& method, const std::string& code);
   void StreamOpened();
   void StreamClosed();

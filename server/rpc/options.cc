@@ -42,6 +42,7 @@ const Entry kTable[] = {
     {"jobs.default_plateau_candidates", &ServerOptions::default_plateau_candidates, "Budget.plateau_candidates when 0 (0: none)"},
     {"jobs.default_target_efficiency", &ServerOptions::default_target_efficiency, "Budget.target_efficiency when 0 (0: none)"},
     {"jobs.build_chunk", &ServerOptions::build_chunk, "candidates per build/measure round"},
+    {"jobs.llm_config", &ServerOptions::llm_config, "LLM endpoint JSON file: jobs run the LLM proposer beside the embedded search"},
     {"jobs.max_watchers", &ServerOptions::max_watchers, "open progress streams before RESOURCE_EXHAUSTED"},
     {"limits.max_receive_message_bytes", &ServerOptions::max_receive_message_bytes, "largest request accepted"},
     {"limits.max_send_message_bytes", &ServerOptions::max_send_message_bytes, "largest response sent"},

@@ -27,18 +27,9 @@ void ProgressStream::Attach(JobService& jobs, const std::string& job_id,
         absl::MutexLock lock(&link->mu);
         if (link->stream != nullptr) link->stream->Push(event);
       });
+  // No end can be missed: JobService delivers a job's final state to every
+  // watch exactly once, however close to the end the watch was set up.
   absl::Status started = watch.ok() && start ? start(job_id) : absl::OkStatus();
-  // An end the watch may have missed (the job ended while it was set up).
-  if (watch.ok()) {
-    absl::StatusOr<v1::Job> job = jobs.GetJob(job_id);
-    if (job.ok() && Terminal(job->state())) {
-      JobEvent end;
-      end.kind = JobEventKind::kState;
-      end.job = *job;
-      end.message = absl::StrCat("job ", v1::JobState_Name(job->state()));
-      Push(end);
-    }
-  }
   absl::MutexLock lock(&mu_);
   attaching_ = false;
   if (!watch.ok() || !started.ok()) {

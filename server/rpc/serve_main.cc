@@ -61,11 +61,12 @@ absl::StatusOr<ServerOptions> ParseOptions(const std::vector<std::string>& args,
 }
 
 JobServiceOptions JobOptions(const ServerOptions& o, Store& store, CandidateEvaluator& evaluator,
-                             const ProposerFactory& proposers) {
+                             ProposerSet proposers) {
   JobServiceOptions j;
   j.store = &store;
   j.evaluator = &evaluator;
-  j.proposers = proposers;
+  j.proposers = std::move(proposers.factory);
+  j.share_policy = std::move(proposers.share_policy);
   j.default_figure = o.default_figure;
   j.build_chunk = o.build_chunk;
   j.default_budget.set_max_wall_seconds(o.default_wall_seconds);
@@ -172,8 +173,10 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
     inner = std::make_unique<NoEvaluator>(no_evaluator);
   }
   rpc::MeteredEvaluator evaluator(std::move(inner), **metrics);
+  absl::StatusOr<ProposerSet> proposers = components.proposers(*options, **store);
+  if (!proposers.ok()) return Fail(proposers.status(), 1);
   absl::StatusOr<std::unique_ptr<JobService>> jobs =
-      JobService::Create(JobOptions(*options, **store, evaluator, components.proposers));
+      JobService::Create(JobOptions(*options, **store, evaluator, *std::move(proposers)));
   if (!jobs.ok()) return Fail(jobs.status(), 1);
 
   absl::StatusOr<std::unique_ptr<Server>> server =

@@ -18,6 +18,7 @@
 #include "server/evaluator.h"
 #include "server/job_service.h"
 #include "server/rpc/options.h"
+#include "store/store.h"
 
 namespace anvil {
 
@@ -25,7 +26,11 @@ struct ServeComponents {
   // This node's evaluator; an error (no GPU here) leaves the server up with
   // OptimizeKernel answering UNAVAILABLE and the error's message.
   std::function<absl::StatusOr<std::unique_ptr<CandidateEvaluator>>(const ServerOptions&)> evaluator;
-  ProposerFactory proposers;
+  // The jobs' proposers and the policy sharing a job's budget among them,
+  // made once the options are read and the store is open (the shipped
+  // binaries: server/proposers/factory.h, as local `anvil optimize`). An
+  // error leaves the server down (exit 1).
+  std::function<absl::StatusOr<ProposerSet>(const ServerOptions&, Store&)> proposers;
   // The GPU model the evaluator measures on, when known before its first
   // runner starts ("" : learnt from the evaluator's device()).
   std::string gpu;

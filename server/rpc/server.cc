@@ -170,8 +170,18 @@ void Server::Impl::WatchForMetrics(const std::string& job_id) {
   absl::StatusOr<v1::OptimizeKernelRequest> request = store->GetJobRequest(job_id);
   const std::string figure =
       request.ok() && !request->reward_figure().empty() ? request->reward_figure() : "device";
+  // What this run's events reported so far (they carry running totals).
+  auto seen = std::make_shared<CoordinatorTime>();
   absl::StatusOr<std::unique_ptr<Watch>> watch =
-      jobs->WatchJob(job_id, [this, job_id, figure](const JobEvent& e) {
+      jobs->WatchJob(job_id, [this, job_id, figure, seen](const JobEvent& e) {
+        const CoordinatorTime& now = e.usage.coordinator;
+        if (now.wall_seconds > 0) {
+          if (now.wall_seconds < seen->wall_seconds) *seen = CoordinatorTime();  // a new run
+          metrics->CoordinatorSpent(now.overhead_seconds() - seen->overhead_seconds(),
+                                    now.evaluator_seconds - seen->evaluator_seconds,
+                                    now.candidates - seen->candidates);
+          *seen = now;
+        }
         if (e.kind == JobEventKind::kMeasured && e.measurement) {
           absl::StatusOr<RewardValue> r = ComputeReward(*e.measurement, figure);
           if (r.ok()) metrics->Rewarded(r->value);

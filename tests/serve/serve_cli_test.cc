@@ -8,6 +8,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -127,6 +129,40 @@ TEST_F(ServeCliTest, ServerModePrintsWhatLocalModePrints) {
   EXPECT_EQ(needs_server.code, 2) << needs_server.out;
 }
 
+// export: the package written by the server (below its export.root) and by
+// local mode from the same store print the same lines, and the same files.
+TEST_F(ServeCliTest, ExportPrintsTheSameLocallyAndFromTheServer) {
+  const std::string root = std::filesystem::weakly_canonical(dir_ + "/exports").string();
+  std::filesystem::create_directories(root);
+  ASSERT_TRUE(server_->Start({"--export-root", root}));
+  const std::string remote = absl::StrCat("--server ", server_->target());
+  ASSERT_EQ(Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --shape 1024x512x256 --layout nt")).code, 0);
+  for (const std::string& flags : {std::string(""), std::string("--json ")}) {
+    CliRun served = Cli(absl::StrCat(remote, " ", flags, "export --gpu FAKE-GPU --out pkg"));
+    ASSERT_EQ(served.code, 0) << served.out;
+    const std::string manifest = dir_ + "/manifest.json";
+    std::filesystem::copy_file(root + "/pkg/manifest.json", manifest,
+                               std::filesystem::copy_options::overwrite_existing);
+    CliRun local = Cli(absl::StrCat("--db ", db_, " ", flags, "export --gpu FAKE-GPU --out ", root, "/pkg"));
+    ASSERT_EQ(local.code, 0) << local.out;
+    EXPECT_EQ(served.out, local.out);
+    EXPECT_NE(local.out.find(root + "/pkg"), std::string::npos) << local.out;
+    std::ifstream a(manifest), b(root + "/pkg/manifest.json");
+    std::stringstream sa, sb;
+    sa << a.rdbuf();
+    sb << b.rdbuf();
+    EXPECT_EQ(sa.str(), sb.str()) << "the same store and options give the same package";
+  }
+  // Refusals keep local mode's exit codes: a bad argument is the user's (2).
+  CliRun outside = Cli(absl::StrCat(remote, " export --gpu FAKE-GPU --out ../elsewhere"));
+  EXPECT_EQ(outside.code, 2) << outside.out;
+  CliRun no_margin = Cli(absl::StrCat(remote, " export --gpu FAKE-GPU --out pkg2 --margin 0.98"));
+  CliRun no_margin_local =
+      Cli(absl::StrCat("--db ", db_, " export --gpu FAKE-GPU --out ", root, "/pkg2 --margin 0.98"));
+  EXPECT_EQ(no_margin.code, 2) << no_margin.out;
+  EXPECT_EQ(no_margin_local.code, 2) << no_margin_local.out;
+}
+
 TEST_F(ServeCliTest, MetricsAreServedAsPrometheusText) {
   const int port = FreePort();
   ASSERT_TRUE(server_->Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)}));
@@ -138,9 +174,16 @@ TEST_F(ServeCliTest, MetricsAreServedAsPrometheusText) {
                            "anvil_candidates_measured_total{verdict=\"passed\"}",
                            "anvil_measure_seconds_bucket", "anvil_build_seconds_count 6",
                            "anvil_reward_count", "anvil_store_bytes",
-                           "anvil_rpcs_total{code=\"OK\",method=\"OptimizeKernel\"} 1"}) {
+                           "anvil_rpcs_total{code=\"OK\",method=\"OptimizeKernel\"} 1",
+                           "anvil_coordinator_overhead_seconds_total", "anvil_evaluator_wait_seconds_total"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+  // The coordinator's overhead is measured per candidate sent to the evaluator:
+  // the six built and measured, and the winner's re-checks.
+  const std::string counted = "\nanvil_coordinator_candidates_total ";
+  const size_t at = text.find(counted);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GE(std::stod(text.substr(at + counted.size())), 7) << text;
 }
 
 TEST_F(ServeCliTest, TlsWhenGivenACertificate) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -157,7 +158,54 @@ TEST_F(ServeTest, MalformedRequestsGetTheRightCodes) {
   v1::ListKernelsRequest lk;
   lk.set_figure("median");
   EXPECT_EQ(c->ListKernels(lk).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(c->ExportLibrary({}).status().code(), absl::StatusCode::kUnimplemented);
+  v1::ExportLibraryRequest off;  // this server has no export.root
+  off.set_output_dir("pkg");
+  EXPECT_EQ(c->ExportLibrary(off).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// ExportLibrary runs `anvil export`'s code on the server's store, writing
+// only below export.root; bad arguments and no winners get their codes.
+TEST_F(ServeTest, ExportLibraryWritesThePackageBelowTheExportRoot) {
+  const std::string root = dir_ + "/exports";
+  std::filesystem::create_directories(root);
+  ASSERT_TRUE(server_->Start({"--export-root", root}));
+  auto c = Client();
+  auto code = [&](const std::function<void(v1::ExportLibraryRequest&)>& edit) {
+    v1::ExportLibraryRequest r;
+    r.set_output_dir("pkg");
+    edit(r);
+    return c->ExportLibrary(r).status().code();
+  };
+  // Before any job the store knows no GPU: the server's own is an unknown one.
+  EXPECT_EQ(code([](auto&) {}), absl::StatusCode::kInvalidArgument);
+  std::vector<v1::JobProgress> events = RunToEnd(*c, Request({"128x256x64", "2048x512x512"}));
+  ASSERT_EQ(events.back().job().state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(code([](auto& r) { r.set_output_dir(""); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](auto& r) { r.set_output_dir("../outside"); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([&](auto& r) { r.set_output_dir(dir_ + "/elsewhere"); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](auto& r) { r.set_output_dir("."); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](auto& r) { r.set_margin(1.5); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](auto& r) { r.set_gpu("H200-SXM-141GB"); }), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](auto& r) { *r.add_problems()->mutable_shape() = MakeShape(0, 8, 8); }),
+            absl::StatusCode::kInvalidArgument);
+  // No winner clears a 99% margin: nothing to export.
+  EXPECT_EQ(code([](auto& r) { r.set_margin(0.99); }), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(root + "/pkg")) << "a refused export leaves nothing";
+  v1::ExportLibraryRequest ok;
+  ok.set_output_dir("pkg");
+  absl::StatusOr<v1::ExportLibraryResponse> r = c->ExportLibrary(ok);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->output_dir(), std::filesystem::weakly_canonical(root + "/pkg").string());
+  EXPECT_EQ(r->kernels(), 2) << "both winners beat the fake baseline";
+  ASSERT_EQ(r->shapes_size(), r->kernels() + r->fallbacks());
+  for (const v1::ExportedShape& s : r->shapes()) {
+    EXPECT_EQ(s.path() == "kernel", !s.kernel().empty()) << s.path();
+  }
+  for (const char* f : {".anvil-export", "manifest.json", "CMakeLists.txt"}) {
+    EXPECT_TRUE(std::filesystem::exists(root + "/pkg/" + f)) << f;
+  }
+  // Asked again: the previous export is replaced (same files).
+  EXPECT_TRUE(c->ExportLibrary(ok).ok());
 }
 
 TEST_F(ServeTest, DeadlinesEndTheStreamNotTheJob) {

@@ -53,25 +53,31 @@ class PacedEvaluator final : public CandidateEvaluator {
   FakeEvaluator fake_;
 };
 
+// Each job's proposer: per problem ANVIL_TEST_CANDIDATES candidates, each
+// faster than the last (each a new best).
+absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> ScriptedProposers(
+    const v1::OptimizeKernelRequest& request) {
+  const int n = EnvInt("ANVIL_TEST_CANDIDATES", 6);
+  std::vector<std::vector<v1::Candidate>> script;
+  for (const v1::Problem& p : request.problems()) {
+    std::vector<v1::Candidate> list;
+    for (int i = 0; i < n; ++i) {  // each faster than the last: each a new best
+      list.push_back(FakeCandidate(p.layout(), 8.0 / (1 + 0.1 * i), absl::StrCat(ProblemName(p), "_", i)));
+    }
+    script.push_back(std::move(list));
+  }
+  std::vector<std::unique_ptr<Proposer>> out;
+  out.push_back(std::make_unique<ScriptedProposer>("embedded", std::move(script)));
+  return out;
+}
+
 ServeComponents TestComponents() {
   ServeComponents c;
   c.evaluator = [](const ServerOptions&) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
     return std::make_unique<PacedEvaluator>(EnvInt("ANVIL_TEST_MEASURE_MS", 0));
   };
-  c.proposers = [](const v1::OptimizeKernelRequest& request)
-      -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
-    const int n = EnvInt("ANVIL_TEST_CANDIDATES", 6);
-    std::vector<std::vector<v1::Candidate>> script;
-    for (const v1::Problem& p : request.problems()) {
-      std::vector<v1::Candidate> list;
-      for (int i = 0; i < n; ++i) {  // each faster than the last: each a new best
-        list.push_back(FakeCandidate(p.layout(), 8.0 / (1 + 0.1 * i), absl::StrCat(ProblemName(p), "_", i)));
-      }
-      script.push_back(std::move(list));
-    }
-    std::vector<std::unique_ptr<Proposer>> out;
-    out.push_back(std::make_unique<ScriptedProposer>("embedded", std::move(script)));
-    return out;
+  c.proposers = [](const ServerOptions&, Store&) -> absl::StatusOr<ProposerSet> {
+    return ProposerSet{ScriptedProposers, nullptr};
   };
   c.gpu = "FAKE-GPU";  // what FakeEvaluator reports once it has measured
   return c;
