@@ -18,7 +18,6 @@ BUDGET=${BUDGET:-3}
 SLACK=${SLACK:-150}   # seconds beyond each budget for the verify stage
 mkdir -p "$OUT" /opt/anvil && tar -C /opt/anvil -xzf "$TARBALL"
 B=/opt/anvil/anvil
-here=$B; source $B/libexec/anvil-env.sh
 export ANVIL_CACHE=/var/tmp/anvil-cache; mkdir -p $ANVIL_CACHE
 WORK=$(mktemp -d); head -c 32 /dev/urandom | base64 > $WORK/token
 SHAPES=(--shape 256x128x128 --shape 512x2048x512 --shape 8192x128x16384 --layout nn)
