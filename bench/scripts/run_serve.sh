@@ -27,7 +27,8 @@ SLACK=${SLACK:-120}
 PART=${PART:-both}
 DB=${DB:-}
 SHAPES=$BENCH/configs/dev_shapes.txt
-WORK=$(mktemp -d)
+# Every user must reach it: the sandbox's jobs read the build caches below it.
+WORK=$(mktemp -d /var/tmp/anvil-serve.XXXXXX) && chmod 755 "$WORK" || exit 1
 SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 
@@ -54,6 +55,13 @@ served() {
   for _ in $(seq 300); do [ -s "$WORK/port" ] && break; sleep 0.1; done
   [ -s "$WORK/port" ] || { echo "anvil serve did not start:"; tail -20 "$OUT/server.log"; exit 1; }
   local addr=127.0.0.1:$(cat "$WORK/port")
+  # Jobs the snapshot left unfinished resume in a server; local mode does not
+  # resume them, so they are cancelled before the comparison starts.
+  for state in running queued; do
+    for j in $("$ANVIL" --server "$addr" jobs --state "$state" | grep -oE "job-[0-9]+" | sort -u); do
+      "$ANVIL" --server "$addr" cancel "$j" >> "$OUT/serve_rc.txt" 2>&1
+    done
+  done
   SECONDS=0
   timeout $((BUDGET * 60 + SLACK)) "$ANVIL" --server "$addr" optimize --shapes "$SHAPES" \
     --budget-minutes "$BUDGET" --request-id "run-serve-$(date +%s)" > "$OUT/serve_optimize.log" 2>&1
