@@ -65,7 +65,7 @@ served() {
   SECONDS=0
   timeout $((BUDGET * 60 + SLACK)) "$ANVIL" --server "$addr" optimize --shapes "$SHAPES" \
     --budget-minutes "$BUDGET" --request-id "run-serve-$(date +%s)" > "$OUT/serve_optimize.log" 2>&1
-  echo "served optimize rc=$? in ${SECONDS}s" | tee "$OUT/serve_rc.txt"
+  echo "served optimize rc=$? in ${SECONDS}s" | tee -a "$OUT/serve_rc.txt"
   "$ANVIL" --server "$addr" jobs > "$OUT/serve_jobs.txt" 2>&1
   job=$(grep -oE "job-[0-9]+" "$OUT/serve_optimize.log" | head -1)
   "$ANVIL" --server "$addr" --json kernels --job "$job" > "$OUT/serve_kernels.json" 2>> "$OUT/serve_rc.txt"
