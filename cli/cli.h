@@ -51,8 +51,25 @@ struct OptimizeArgs {
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
   std::string figure = "device";    // --figure: what a problem's best minimises
+  bool quiet = false;               // --quiet: the summary only
+  bool verbose = false;             // --verbose: every line, every measurement
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
+
+struct ReportArgs {
+  std::string job;     // --job ID: that job only
+  std::string gpu;     // --gpu MODEL: problems on that GPU only
+  std::string figure;  // --figure: the ranking regime (default: the job's, else the first measured)
+  std::string out;     // --out FILE
+};
+int RunReport(const Globals& g, const ReportArgs& a);
+
+struct WatchArgs {
+  std::string job;          // the job to follow (default: the newest)
+  double interval_s = 1.0;  // --interval: seconds between looks at the store
+  bool quiet = false, verbose = false;
+};
+int RunWatch(const Globals& g, const WatchArgs& a);
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);

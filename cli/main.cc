@@ -33,6 +33,16 @@ int main(int argc, char** argv) {
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");
 
+  optimize->add_flag("-q,--quiet", opt.quiet, "print the summary only");
+  optimize->add_flag("-v,--verbose", opt.verbose, "print every line of the search");
+
+  WatchArgs wa;
+  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress in the store until it ends");
+  watch->add_option("job", wa.job, "job id (default: the newest job)");
+  watch->add_option("--interval", wa.interval_s, "seconds between looks (default 1)")->check(CLI::Range(0.1, 60.0));
+  watch->add_flag("-q,--quiet", wa.quiet, "print the end state only");
+  watch->add_flag("-v,--verbose", wa.verbose, "print every change");
+
   EvalArgs ev;
   CLI::App* eval = app.add_subcommand("eval", "build one candidate file and measure it against cuBLAS");
   eval->add_option("file", ev.file, "CUDA source exporting the candidate ABI")->required();
@@ -55,6 +65,14 @@ int main(int argc, char** argv) {
   kernels->add_option("--figure", figure, "device, warm, cold or call");
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
+  ReportArgs rep;
+  CLI::App* report = app.add_subcommand("report", "write one self-contained HTML report of the search");
+  report->add_option("--out", rep.out, "HTML file to write")->required();
+  report->add_option("--job", rep.job, "only this job (its id)");
+  report->add_option("--gpu", rep.gpu, "only problems on this device model");
+  report->add_option("--figure", rep.figure,
+                     "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
+
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
   CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
@@ -71,6 +89,8 @@ int main(int argc, char** argv) {
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
   if (*optimize) return RunOptimize(g, opt);
   if (*eval) return RunEval(g, ev);
+  if (*report) return RunReport(g, rep);
+  if (*watch) return RunWatch(g, wa);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
   if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");

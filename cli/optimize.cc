@@ -9,9 +9,13 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 #include "seeds/seeds.h"
@@ -58,6 +62,56 @@ absl::Status WriteCurve(const std::string& path, const std::string& figure,
   return absl::OkStatus();
 }
 
+// The search's lines as display events (until the search emits events itself).
+ProgressEvent::Kind KindOfSearchLine(const std::string& line) {
+  if (absl::StrContains(line, " did not build")) return ProgressEvent::Kind::kBuildFailed;
+  if (absl::StrContains(line, "x -> ")) return ProgressEvent::Kind::kNewBest;
+  return ProgressEvent::Kind::kLog;
+}
+
+// Feeds the display: the search's lines as they come, and (on a terminal) a
+// tick a second with the job's totals read from the store.
+class OptimizeProgress {
+ public:
+  OptimizeProgress(Store& store, std::string job_id, std::string figure, int problems,
+                   double budget_s, DisplayOptions options)
+      : store_(store), job_id_(std::move(job_id)), figure_(std::move(figure)), problems_(problems),
+        budget_s_(budget_s), display_(std::cout, options), start_(std::chrono::steady_clock::now()) {
+    if (options.live) ticker_ = std::thread([this] {
+      while (!done_.WaitForNotificationWithTimeout(absl::Seconds(1))) Emit(ProgressEvent::Kind::kTick, "");
+    });
+  }
+  ~OptimizeProgress() { Stop(); }
+  void Stop() {
+    if (!done_.HasBeenNotified()) done_.Notify();
+    if (ticker_.joinable()) ticker_.join();
+    display_.Finish();
+  }
+  void Emit(ProgressEvent::Kind kind, const std::string& message) {
+    ProgressEvent e;
+    e.kind = kind;
+    e.message = message;
+    e.job_id = job_id_;
+    e.problems_total = problems_;
+    e.budget_s = budget_s_;
+    e.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (absl::StatusOr<JobActivity> a = store_.GetJobActivity(job_id_, figure_); a.ok()) {
+      FillFromActivity(*a, problems_, e);
+    }
+    display_.Handle(e);
+  }
+
+ private:
+  Store& store_;
+  const std::string job_id_, figure_;
+  const int problems_;
+  const double budget_s_;
+  ProgressDisplay display_;
+  const std::chrono::steady_clock::time_point start_;
+  absl::Notification done_;
+  std::thread ticker_;
+};
+
 }  // namespace
 
 int RunOptimize(const Globals& g, const OptimizeArgs& a) {
@@ -94,19 +148,24 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   if (absl::Status st = (*store)->CreateJob(job_id, req); !st.ok()) return Report(st, kDatabase);
   (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_RUNNING);
-  std::cout << absl::StrFormat(
-      "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
-      "%d nvcc jobs\n",
-      job_id, problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+  if (!a.quiet) {
+    std::cout << absl::StrFormat(
+        "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
+        "%d nvcc jobs\n",
+        job_id, problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+  }
   SearchOptions so;
   so.budget_seconds = a.budget_minutes * 60;
   so.seeds_only = a.seeds_only;
   so.transfer_from = a.transfer_from;
   so.figure = a.figure;
   so.build_chunk = std::max(8, 2 * wo.build_jobs);
+  OptimizeProgress progress(**store, job_id, a.figure, static_cast<int>(problems->size()),
+                            so.budget_seconds, StdoutDisplayOptions(a.quiet, a.verbose));
   absl::StatusOr<SearchResult> r =
       RunSearch(*seeds, *problems, job_id, **worker, **store, so,
-                [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; });
+                [&progress](const std::string& line) { progress.Emit(KindOfSearchLine(line), "  " + line); });
+  progress.Stop();
   if (!r.ok()) {
     (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_FAILED, std::string(r.status().message()));
     return Report(r.status(), kFailed);

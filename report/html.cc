@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "report/embedded.h"
 #include "report/report.h"
@@ -17,10 +18,31 @@ std::string ScriptSafeJson(const nlohmann::json& value) {
                              {{"</", "<\\/"}, {"<!--", "\\u003c!--"}});
 }
 
+// Script text safe inside an HTML document: control characters are parse
+// errors in HTML (plotly.min.js has two, inside string literals, where the
+// JavaScript escape \xHH means the same character).
+namespace {
+
+std::string HtmlSafeScript(const std::string& js) {
+  std::string out;
+  out.reserve(js.size());
+  for (char c : js) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || u == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", u));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RenderReportHtml(const nlohmann::json& model) {
   std::string page = ReportTemplate();
   // Replaced one at a time, data last: no inlined text is scanned for markers again.
-  page = absl::StrReplaceAll(page, {{"<!--ANVIL:PLOTLY-->", absl::StrCat("<script>", PlotlyJs(), "</script>")}});
+  page = absl::StrReplaceAll(page, {{"<!--ANVIL:PLOTLY-->", absl::StrCat("<script>", HtmlSafeScript(PlotlyJs()), "</script>")}});
   page = absl::StrReplaceAll(page, {{"<!--ANVIL:SCRIPT-->", absl::StrCat("<script>", ReportScript(), "</script>")}});
   page = absl::StrReplaceAll(
       page, {{"<!--ANVIL:DATA-->",

@@ -33,7 +33,8 @@
   function plot(id, traces, layout) {
     layout.margin = layout.margin || { l: 60, r: 20, t: 30, b: 60 };
     layout.font = { family: 'system-ui, sans-serif', size: 12 };
-    layout.legend = layout.legend || { orientation: 'h', y: -0.2 };
+    layout.legend = layout.legend || { orientation: 'h', y: -0.28 };
+    if (!layout.margin.b || layout.margin.b < 90) layout.margin.b = 90;
     Plotly.newPlot(id, traces, layout, config);
     charts += 1;
   }

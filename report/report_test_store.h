@@ -5,6 +5,7 @@
 #ifndef ANVIL_REPORT_REPORT_TEST_STORE_H_
 #define ANVIL_REPORT_REPORT_TEST_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -19,11 +20,11 @@ inline constexpr int64_t kTestStart = 1'790'000'000'000;  // ms since epoch
 
 // Writes the search into `store` (expected empty). `clock` is the store's
 // clock (StoreOptions::now_unix_ms reads it); it is advanced as rows are written.
-absl::Status WriteTestSearch(Store& store, int64_t& clock);
+absl::Status WriteTestSearch(Store& store, std::atomic<int64_t>& clock);
 
 // One more measurement of the test job (a running job progressing), faster by
 // `gain` than the problem's best; returns after storing it.
-absl::Status ProgressTestJob(Store& store, int64_t& clock, int step);
+absl::Status ProgressTestJob(Store& store, std::atomic<int64_t>& clock, int step);
 
 }  // namespace anvil::report::testing
 

@@ -22,7 +22,7 @@ class StatusTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     StoreOptions options;
-    options.now_unix_ms = [this] { return clock_; };
+    options.now_unix_ms = [this] { return clock_.load(); };
     absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir_ + "/anvil.db", options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
@@ -38,7 +38,7 @@ class StatusTest : public ::testing::Test {
   }
 
   std::string dir_;
-  int64_t clock_ = 0;
+  std::atomic<int64_t> clock_{0};
   std::unique_ptr<Store> store_;
 };
 
