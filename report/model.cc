@@ -66,21 +66,22 @@ json Curve(const std::vector<StoredMeasurement>& history, const std::string& reg
   json steps = json::array();
   std::set<std::string> seen;
   if (t0_ms == 0 && !history.empty()) t0_ms = history.front().measurement.measured_at_unix_ms();
-  double best = 0, last_t = 0;
+  double best = 0, last_t = 0, gpu_s = 0;
   for (size_t i = 0; i < history.size(); ++i) {
     const v1::Measurement& m = history[i].measurement;
     seen.insert(m.candidate_id());
+    gpu_s += m.seconds();
     last_t = m.measured_at_unix_ms() > 0 ? (m.measured_at_unix_ms() - t0_ms) / 1000.0 : double(i);
     std::optional<json> s;
     if (m.verdict() == v1::VERDICT_PASSED) s = RowSpeedup(m, regime);
     if (!s.has_value() || (*s)["speedup"].get<double>() <= best) continue;
     best = (*s)["speedup"].get<double>();
     const v1::Candidate& c = candidates.Get(m.candidate_id());
-    steps.push_back({{"tried", seen.size()}, {"t_s", last_t}, {"speedup", best},
+    steps.push_back({{"tried", seen.size()}, {"t_s", last_t}, {"gpu_s", gpu_s}, {"speedup", best},
                      {"proposer", c.proposer().empty() ? "unknown" : c.proposer()},
                      {"family", c.family()}, {"name", c.name()}, {"verified", m.verified()}});
   }
-  return {{"steps", steps}, {"tried", seen.size()}, {"t_s", last_t}};
+  return {{"steps", steps}, {"tried", seen.size()}, {"t_s", last_t}, {"gpu_s", gpu_s}};
 }
 
 // Wall span and summed evaluation seconds of a history.

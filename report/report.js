@@ -80,6 +80,7 @@
     });
     plot('chart-speedups', traces, {
       barmode: 'group', yaxis: { title: { text: 'speedup (×)' }, rangemode: 'tozero' },
+      xaxis: { automargin: true, tickangle: -35 },
       shapes: [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: 'dash', color: '#444', width: 1.5 } }],
       margin: { l: 60, r: 20, t: 20, b: 130 },
     });
@@ -103,7 +104,7 @@
                p.efficiency ? fmt(100 * p.efficiency, 1) + '%' : '', p.curve.tried, p.measurements,
                fmtS(p.wall_s), fmtS(p.eval_s));
       const k = p.winner;
-      row.push({ text: k ? k.name + (k.verified ? '' : ' (unverified)') : 'none', cls: 'l' },
+      row.push({ text: k ? k.name + (k.verified ? '' : ' (unverified)') : 'none', cls: 'name' },
                { text: k ? k.proposer : '', cls: 'l' },
                { text: k ? Object.entries(k.params).map(e => e[0] + '=' + e[1]).join(' ') : '', cls: 'knobs' });
       return row;
@@ -119,7 +120,9 @@
       return;
     }
     const proposers = [...new Set(problems.flatMap(p => p.curve.steps.map(s => s.proposer)))];
-    for (const axis of ['tried', 't_s']) {
+    // A job's curve runs on its wall clock; across jobs (days apart) on the GPU time spent.
+    const timeAxis = data.scope.kind === 'job' ? 't_s' : 'gpu_s';
+    for (const axis of ['tried', timeAxis]) {
       const traces = problems.map(p => {
         const steps = p.curve.steps;
         const x = steps.map(s => s[axis]).concat([p.curve[axis]]);
@@ -134,7 +137,8 @@
       proposers.forEach(pr => traces.push({ type: 'scatter', mode: 'markers', x: [null], y: [null],
         name: 'proposer: ' + pr, marker: { size: 9, color: colorOf(proposers, pr) } }));
       plot(axis === 'tried' ? 'chart-curve-tried' : 'chart-curve-time', traces, {
-        xaxis: { title: { text: axis === 'tried' ? 'candidates tried' : 'seconds since start' } },
+        xaxis: { title: { text: axis === 'tried' ? 'candidates tried'
+                              : axis === 't_s' ? 'seconds since the job started' : 'GPU seconds spent on the problem' } },
         yaxis: { title: { text: 'best speedup (' + data.figure + ')' } },
         shapes: [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: 'dash', color: '#444', width: 1 } }],
       });

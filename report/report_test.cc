@@ -91,6 +91,7 @@ TEST_F(ReportTest, CurvesRiseAndNameTheirProposers) {
       EXPECT_GT(steps[i]["speedup"].get<double>(), steps[i - 1]["speedup"].get<double>());
       EXPECT_GE(steps[i]["tried"].get<int>(), steps[i - 1]["tried"].get<int>());
       EXPECT_GE(steps[i]["t_s"].get<double>(), steps[i - 1]["t_s"].get<double>());
+      EXPECT_GT(steps[i]["gpu_s"].get<double>(), steps[i - 1]["gpu_s"].get<double>());
     }
   }
 }
