@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "anvil/v1/kernel_search.pb.h"
 #include "google/protobuf/message.h"
 
 namespace anvil::cli {
@@ -19,6 +21,11 @@ enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 
 struct Globals {
   std::string db = "anvil.db";  // --db, or $ANVIL_DB
   bool json = false;            // --json: machine-readable output on stdout
+  // --server HOST:PORT (or $ANVIL_SERVER): talk to `anvil serve` instead of the store.
+  std::string server;
+  std::string token_file;       // --token-file; else $ANVIL_AUTH_TOKEN holds the token
+  bool tls = false;             // --tls: the server speaks TLS (system roots)
+  std::string tls_ca;           // --tls-ca FILE: PEM roots to trust instead (implies --tls)
 };
 
 // Prints one clear line for `status` and maps it to an exit code.
@@ -53,8 +60,13 @@ struct OptimizeArgs {
   std::string figure = "device";    // --figure: what a problem's best minimises
   bool quiet = false;               // --quiet: the summary only
   bool verbose = false;             // --verbose: every line, every measurement
+  std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
+  bool detach = false;              // --detach: print the job id and leave it running (--server)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
+// The problems of an optimize command (--shapes, --shape; the development
+// shapes when neither is given), as a request with its figure and budget.
+absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a);
 
 struct ReportArgs {
   std::string job;     // --job ID: that job only
@@ -65,7 +77,8 @@ struct ReportArgs {
 int RunReport(const Globals& g, const ReportArgs& a);
 
 struct WatchArgs {
-  std::string job;          // the job to follow (default: the newest)
+  std::string job;          // the job to follow (default: the store's newest)
+  std::string figure = "device";  // --figure: the summary table's (--server)
   double interval_s = 1.0;  // --interval: seconds between looks at the store
   bool quiet = false, verbose = false;
 };
@@ -75,6 +88,25 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
                const std::string& figure, const std::string& job);
 int RunDoctor(const Globals& g);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
+
+// Shared output of jobs and kernels (job_output.cc, kernels.cc): local mode
+// and --server print the same.
+void PrintProgress(const Globals& g, const v1::JobProgress& p);
+void PrintJobSummary(const Globals& g, const v1::Job& job, const std::string& figure);
+std::string JobStateName(v1::JobState state);
+void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, const std::string& figure,
+                  const std::string& where);
+
+// --server mode (remote.cc).
+absl::StatusOr<std::string> ClientToken(const Globals& g);  // "" when none
+int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a);
+int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
+int RunExportRemote(const Globals& g, const v1::ExportLibraryRequest& request);
+int RunJobs(const Globals& g, const std::string& state, int limit);
+int RunWatchRemote(const Globals& g, const WatchArgs& a);
+int RunCancel(const Globals& g, const std::string& job_id);
+// anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
+int RunServe(const std::vector<std::string>& args);
 
 }  // namespace anvil::cli
 

@@ -1,37 +1,41 @@
+// anvil kernels: the best verified kernel per problem (or one job's winners),
+// from the store or, with --server, from `anvil serve`.
 #include <cstdio>
 #include <iostream>
-
 
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
+#include "server/rpc/winners.h"
 #include "store/store.h"
 
 namespace anvil::cli {
 
-namespace {
-
-// A job's verified winner per problem, with the measurement the job reported:
-// its own re-measurement of the winner (the problems it found none for are left
-// out). A job that predates those re-measurements reported the winner's fastest
-// verified one, from any job: that is what it gets.
-absl::StatusOr<std::vector<v1::Kernel>> JobKernels(Store& store, const std::string& job_id,
-                                                   const std::string& figure) {
-  absl::StatusOr<v1::Job> job = store.GetJob(job_id);
-  if (!job.ok()) return job.status();
-  std::vector<v1::Kernel> out;
-  for (const v1::ProblemProgress& p : job->problems()) {
-    if (p.best_candidate_id().empty()) continue;
-    absl::StatusOr<v1::Kernel> k = store.GetKernel(p.best_candidate_id(), p.problem(), figure, job_id);
-    if (k.ok() && !k->has_measurement()) k = store.GetKernel(p.best_candidate_id(), p.problem(), figure);
-    if (!k.ok()) return k.status();
-    out.push_back(*std::move(k));
+void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, const std::string& figure,
+                  const std::string& where) {
+  if (g.json) {
+    v1::ListKernelsResponse r;
+    for (const v1::Kernel& k : kernels) *r.add_kernels() = k;
+    std::cout << ToJson(r) << "\n";
+    return;
   }
-  return out;
+  if (kernels.empty()) {
+    std::cout << "No verified kernels stored yet in " << where
+              << ". Run `anvil optimize` on a GPU node to find some.\n";
+    return;
+  }
+  std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10s %10s %8s\n", "gpu", "shape", "lay",
+                               "kernel", figure + " us", "best base", "speedup");
+  for (const v1::Kernel& k : kernels) {
+    const v1::Measurement& m = k.measurement();
+    double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
+    std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx\n",
+                                 m.problem().gpu(), ShapeName(m.problem().shape()),
+                                 LayoutName(m.problem().layout()), k.candidate().name(), ours, base,
+                                 ours > 0 ? base / ours : 0.0);
+  }
 }
-
-}  // namespace
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout_text,
                const std::string& figure, const std::string& job) {
@@ -44,39 +48,26 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
   if (!IsFigure(figure)) {
     return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
   }
+  if (!g.server.empty()) {
+    v1::ListKernelsRequest req;
+    req.set_gpu(gpu);
+    req.set_layout(layout);
+    req.set_figure(figure);
+    req.set_job_id(job);
+    req.set_limit(1000);
+    return RunKernelsRemote(g, req);
+  }
   StoreOptions opts;
   opts.read_only = true;
   opts.create_if_missing = false;
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db, opts);
   if (!store.ok()) return Report(store.status(), kDatabase);
-  absl::StatusOr<std::vector<v1::Kernel>> kernels =
-      job.empty() ? (*store)->ListBestKernels(gpu, layout, figure, 1000)
-                  : JobKernels(**store, job, figure);
+  absl::StatusOr<std::vector<v1::Kernel>> kernels = ListWinners(**store, gpu, layout, figure, job, 1000);
   if (!kernels.ok()) {  // an unknown --job is bad input, not a broken database
     return Report(kernels.status(),
                   !job.empty() && absl::IsNotFound(kernels.status()) ? kUsage : kDatabase);
   }
-  if (g.json) {
-    v1::ListKernelsResponse r;
-    for (const v1::Kernel& k : *kernels) *r.add_kernels() = k;
-    std::cout << ToJson(r) << "\n";
-    return kOk;
-  }
-  if (kernels->empty()) {
-    std::cout << "No verified kernels stored yet in " << g.db
-              << ". Run `anvil optimize` on a GPU node to find some.\n";
-    return kOk;
-  }
-  std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10s %10s %8s\n", "gpu", "shape", "lay",
-                               "kernel", figure + " us", "best base", "speedup");
-  for (const v1::Kernel& k : *kernels) {
-    const v1::Measurement& m = k.measurement();
-    double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
-    std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx\n",
-                                 m.problem().gpu(), ShapeName(m.problem().shape()),
-                                 LayoutName(m.problem().layout()), k.candidate().name(), ours, base,
-                                 ours > 0 ? base / ours : 0.0);
-  }
+  PrintKernels(g, *kernels, figure, g.db);
   return kOk;
 }
 

@@ -1,4 +1,5 @@
 // anvil: the command-line front of Anvil. See README.md for the commands.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -14,6 +15,13 @@ int main(int argc, char** argv) {
   if (const char* db = std::getenv("ANVIL_DB")) g.db = db;
   app.add_option("--db", g.db, "SQLite store (default: $ANVIL_DB or ./anvil.db)");
   app.add_flag("--json", g.json, "machine-readable output");
+  if (const char* server = std::getenv("ANVIL_SERVER")) g.server = server;
+  app.add_option("--server", g.server,
+                 "HOST:PORT of `anvil serve`: optimize, kernels, export, jobs, watch and cancel "
+                 "talk to it instead of the store (default: $ANVIL_SERVER)");
+  app.add_option("--token-file", g.token_file, "bearer token for --server (default: $ANVIL_AUTH_TOKEN)");
+  app.add_flag("--tls", g.tls, "--server speaks TLS (system roots)");
+  app.add_option("--tls-ca", g.tls_ca, "PEM roots to trust for --server (implies --tls)");
   app.footer("Exit codes: 0 ok, 1 Anvil failed, 2 bad arguments, 3 not possible here "
              "(no GPU / not built yet), 4 database unusable.");
 
@@ -29,6 +37,9 @@ int main(int argc, char** argv) {
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
   optimize->add_option("--figure", opt.figure,
                        "what a problem's best minimises: device (default), warm, cold or call");
+  optimize->add_option("--request-id", opt.request_id,
+                       "with --server: an id making the call idempotent (a retry attaches to the same job)");
+  optimize->add_flag("--detach", opt.detach, "with --server: print the job id and leave it running");
   optimize->add_option("--transfer-from", opt.transfer_from,
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");
@@ -37,9 +48,12 @@ int main(int argc, char** argv) {
   optimize->add_flag("-v,--verbose", opt.verbose, "print every line of the search");
 
   WatchArgs wa;
-  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress in the store until it ends");
-  watch->add_option("job", wa.job, "job id (default: the newest job)");
-  watch->add_option("--interval", wa.interval_s, "seconds between looks (default 1)")->check(CLI::Range(0.1, 60.0));
+  CLI::App* watch = app.add_subcommand(
+      "watch", "follow a job's progress until it ends (with --server over gRPC, else in the store)");
+  watch->add_option("job", wa.job, "job id (default: the store's newest job; anvil jobs lists a server's)");
+  watch->add_option("--figure", wa.figure, "the figure of the summary table (--server)");
+  watch->add_option("--interval", wa.interval_s, "seconds between looks at the store (default 1)")
+      ->check(CLI::Range(0.1, 60.0));
   watch->add_flag("-q,--quiet", wa.quiet, "print the end state only");
   watch->add_flag("-v,--verbose", wa.verbose, "print every change");
 
@@ -74,10 +88,22 @@ int main(int argc, char** argv) {
                      "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  v1::ExportLibraryRequest xreq;
   CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
-  CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator");
+  xport->add_option("--out", *xreq.mutable_output_dir(), "with --server: the folder on the server");
+  CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
+  serve->prefix_command();  // its options are its own: server/CONFIG.md
   CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
-  for (CLI::App* sub : {xport, serve, worker}) sub->allow_extras();
+  worker->allow_extras();
+
+  std::string jstate;
+  int jlimit = 50;
+  CLI::App* jobs = app.add_subcommand("jobs", "list the server's jobs, newest first (--server)");
+  jobs->add_option("--state", jstate, "only queued, running, succeeded, failed or cancelled");
+  jobs->add_option("--limit", jlimit, "most jobs listed (default 50)")->check(CLI::Range(1, 10000));
+  std::string cjob;
+  CLI::App* cancel = app.add_subcommand("cancel", "stop a job; what it measured stays (--server)");
+  cancel->add_option("job", cjob, "job id")->required();
 
   try {
     app.parse(argc, argv);
@@ -87,14 +113,31 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
-  if (*optimize) return RunOptimize(g, opt);
+  for (CLI::App* remote_only : {jobs, cancel}) {
+    if (*remote_only && g.server.empty()) {
+      std::cerr << "anvil " << remote_only->get_name() << ": needs --server HOST:PORT (or $ANVIL_SERVER)\n";
+      return kUsage;
+    }
+  }
+  if (*optimize) return g.server.empty() ? RunOptimize(g, opt) : RunOptimizeRemote(g, opt);
+  if (*jobs) return RunJobs(g, jstate, jlimit);
+  if (*watch && !g.server.empty()) return RunWatchRemote(g, wa);
+  if (*cancel) return RunCancel(g, cjob);
   if (*eval) return RunEval(g, ev);
   if (*report) return RunReport(g, rep);
   if (*watch) return RunWatch(g, wa);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
+  if (*xport && !g.server.empty()) return RunExportRemote(g, xreq);
   if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
-  if (*serve) return RunNotYet(g, "serve (the gRPC coordinator)", "anvil optimize runs the same search in local mode");
+  if (*serve) {
+    std::vector<std::string> args = serve->remaining();
+    const bool db_given = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
+    if (db_given && std::find(args.begin(), args.end(), "--server-db") == args.end()) {
+      args.insert(args.begin(), {"--server-db", g.db});
+    }
+    return RunServe(args);
+  }
   if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
   return kUsage;
 }

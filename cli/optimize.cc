@@ -114,6 +114,24 @@ class OptimizeProgress {
 
 }  // namespace
 
+absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a) {
+  absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
+  if (!problems.ok()) return problems.status();
+  if (!IsFigure(a.figure)) return absl::InvalidArgumentError("--figure must be device, warm, cold or call");
+  v1::OptimizeKernelRequest req;
+  req.set_proposer("embedded");
+  req.set_reward_figure(a.figure);
+  req.mutable_budget()->set_max_wall_seconds(a.budget_minutes * 60);
+  req.set_request_id(a.request_id);
+  for (const ShapeSpec& s : *problems) {
+    v1::Problem* p = req.add_problems();
+    *p->mutable_shape() = s.shape;
+    p->set_layout(s.layout);
+    p->set_dtype(v1::DTYPE_F16_F32ACC);
+  }
+  return req;
+}
+
 int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
   if (!problems.ok()) return Report(problems.status(), kUsage);

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "proto/problem.h"
@@ -98,7 +100,8 @@ void ProgressDisplay::Redraw(const ProgressEvent& event) {
 void ProgressDisplay::PrintLine(const ProgressEvent& e) {
   using K = ProgressEvent::Kind;
   std::string line = e.message;
-  if (e.kind == K::kState) line = absl::StrCat("job ", e.job_id, " ", e.state, e.message.empty() ? "" : ": ", e.message);
+  if (e.kind == K::kState && line.empty()) line = absl::StrCat("job ", e.job_id, " ", e.state);
+  if (line.empty()) return;
   if (options_.color && e.kind == K::kNewBest) line = Paint(line, kGreen);
   if (options_.color && e.kind == K::kBuildFailed) line = Paint(line, kRed);
   if (options_.live && drawn_lines_ > 0) {
@@ -135,6 +138,29 @@ void FillFromActivity(const JobActivity& a, int problems_total, ProgressEvent& e
     e.best.push_back({absl::StrCat(ShapeName(p.problem.shape()), " ", LayoutName(p.problem.layout())),
                       p.best_speedup});
   }
+}
+
+ProgressEvent FromJobProgress(const v1::JobProgress& p, double budget_s) {
+  using K = ProgressEvent::Kind;
+  ProgressEvent e;
+  const std::string& kind = p.event();
+  e.kind = kind == "state" ? K::kState : kind == "new_best" ? K::kNewBest
+         : kind == "build_failed" ? K::kBuildFailed : kind == "measured" ? K::kMeasured : K::kLog;
+  e.message = p.message().empty() ? "" : "  " + p.message();  // indented, as the search's lines
+  const v1::Job& job = p.job();
+  e.job_id = job.id();
+  std::string state = v1::JobState_Name(job.state());
+  e.state = absl::AsciiStrToLower(absl::StripPrefix(state, "JOB_STATE_"));
+  e.elapsed_s = job.wall_seconds();
+  e.budget_s = budget_s;
+  e.problems_total = job.problems_size();
+  for (const v1::ProblemProgress& pp : job.problems()) {
+    e.measurements += pp.candidates_tried();
+    e.problems_measured += pp.candidates_tried() > 0;
+    e.best.push_back({absl::StrCat(ShapeName(pp.problem().shape()), " ", LayoutName(pp.problem().layout())),
+                      pp.speedup()});
+  }
+  return e;
 }
 
 }  // namespace anvil::cli

@@ -24,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "anvil/v1/kernel_search.pb.h"
 #include "store/records.h"
 
 namespace anvil::cli {
@@ -85,6 +86,11 @@ class ProgressDisplay {
 
 // The totals of a job as the store sees them (for a ProgressEvent).
 void FillFromActivity(const JobActivity& activity, int problems_total, ProgressEvent& event);
+
+// A job event as the server streams it (OptimizeKernel, WatchJob): its kind
+// ("state", "new_best", ...), line and the job's totals. Builds are not in
+// the stream; measurements are the candidates tried over the problems.
+ProgressEvent FromJobProgress(const v1::JobProgress& progress, double budget_s);
 
 }  // namespace anvil::cli
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "cli/cli.h"
@@ -65,7 +66,10 @@ struct Watcher {
            absl::StrFormat("%d measurements (+%d)", e.measurements, e.measurements - last_measurements));
     }
     last_measurements = e.measurements;
-    if (e.state != last_state) Send(e, ProgressEvent::Kind::kState, job->error());
+    if (e.state != last_state) {
+      Send(e, ProgressEvent::Kind::kState,
+           absl::StrCat("job ", job_id, " ", e.state, job->error().empty() ? "" : ": ", job->error()));
+    }
     last_state = e.state;
     Send(e, ProgressEvent::Kind::kTick, "");
     return job;

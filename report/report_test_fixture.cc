@@ -75,7 +75,7 @@ void Serve(int listener, Store& store, const std::string& token) {
       if (n <= 0) break;
       head.append(buf, static_cast<size_t>(n));
     }
-    StatusResponse r = HandleStatusRequest(ParseRequest(head), store, snapshot, token);
+    StatusResponse r = HandleStatusRequest(ParseRequest(head), store, snapshot, BearerToken(token));
     if (!r.handled) r.body = "not found\n";
     std::string out = absl::StrCat("HTTP/1.0 ", r.code, " X\r\nContent-Type: ", r.content_type,
                                    "\r\nContent-Length: ", r.body.size(),

@@ -111,20 +111,31 @@ absl::StatusOr<json> WinnersJson(Store& store, int max) {
   return out;
 }
 
-bool TokenMatches(const StatusRequest& r, const std::string& token) {
-  if (token.empty()) return true;
-  auto same = [&token](absl::string_view given) {  // constant time in the token's length
-    if (given.size() != token.size()) return false;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i]);
-    return diff == 0;
-  };
-  absl::string_view auth = r.authorization;
-  if (absl::ConsumePrefix(&auth, "Bearer ") && same(absl::StripAsciiWhitespace(auth))) return true;
-  for (absl::string_view kv : absl::StrSplit(r.query, '&')) {
-    if (absl::ConsumePrefix(&kv, "token=") && same(kv)) return true;
+// A query value with its %XX escapes (and '+' for a space) decoded.
+std::string UrlDecode(absl::string_view v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int hi = 0, lo = 0;
+    if (v[i] == '%' && i + 2 < v.size() &&
+        absl::ascii_isxdigit(v[i + 1]) && absl::ascii_isxdigit(v[i + 2])) {
+      hi = absl::ascii_isdigit(v[i + 1]) ? v[i + 1] - '0' : absl::ascii_tolower(v[i + 1]) - 'a' + 10;
+      lo = absl::ascii_isdigit(v[i + 2]) ? v[i + 2] - '0' : absl::ascii_tolower(v[i + 2]) - 'a' + 10;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += v[i] == '+' ? ' ' : v[i];
+    }
   }
-  return false;
+  return out;
+}
+
+// The request's credentials as an Authorization value: the header, else "?token=".
+std::string Authorization(const StatusRequest& r) {
+  if (!r.authorization.empty()) return r.authorization;
+  for (absl::string_view kv : absl::StrSplit(r.query, '&')) {
+    if (absl::ConsumePrefix(&kv, "token=")) return absl::StrCat("Bearer ", UrlDecode(kv));
+  }
+  return "";
 }
 
 }  // namespace
@@ -162,9 +173,22 @@ absl::StatusOr<json> BuildStatusModel(Store& store, const StatusSnapshot& snapsh
 
 std::string StatusPageHtml() { return StatusTemplate(); }
 
+StatusAuthorizer BearerToken(const std::string& token) {
+  if (token.empty()) return nullptr;
+  return [token](const std::string& authorization) {
+    absl::string_view given = authorization;
+    if (!absl::ConsumePrefix(&given, "Bearer ")) return false;
+    given = absl::StripAsciiWhitespace(given);
+    if (given.size() != token.size()) return false;
+    unsigned char diff = 0;  // constant time in the token's length
+    for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i]);
+    return diff == 0;
+  };
+}
+
 StatusResponse HandleStatusRequest(const StatusRequest& request, Store& store,
                                    const std::function<StatusSnapshot()>& snapshot,
-                                   const std::string& token) {
+                                   const StatusAuthorizer& authorized) {
   StatusResponse r;
   const bool page = request.path == "/status" || request.path == "/status/";
   if (!page && request.path != "/status.json") return r;
@@ -172,7 +196,7 @@ StatusResponse HandleStatusRequest(const StatusRequest& request, Store& store,
   if (request.method != "GET" && request.method != "HEAD") {
     r.code = 405;
     r.body = "the status page is read-only\n";
-  } else if (!TokenMatches(request, token)) {
+  } else if (authorized && !authorized(Authorization(request))) {
     r.code = 401;
     r.body = "this server needs its token: /status?token=... or Authorization: Bearer ...\n";
   } else if (page) {

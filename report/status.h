@@ -4,8 +4,9 @@
 // coordinator's state every two seconds; both are read-only.
 //
 // Integration (the HTTP server owns the socket; this module owns the page):
-//   StatusResponse r = HandleStatusRequest(request, store, snapshot_fn, token);
+//   StatusResponse r = HandleStatusRequest(request, store, snapshot_fn, authorized);
 // for GET /status, /status/ and /status.json; any other path is the caller's.
+// `anvil serve` answers them on its metrics port (server/rpc/metrics.h).
 // The coordinator passes a snapshot of what only it knows (live jobs, leases);
 // without one, jobs and workers are read from the store.
 //
@@ -69,13 +70,20 @@ struct StatusResponse {
   bool handled = false;  // false: not a status path; the caller answers
 };
 
-// Answers the status paths. With a non-empty token, the request must carry
-// it as "Authorization: Bearer <token>" or "?token=<token>" (a browser
-// opening the page passes it in the URL; the page forwards it), else 401.
+// Whether an "Authorization" value ("Bearer <token>", or "" when absent)
+// may read the page; empty function: everyone may.
+using StatusAuthorizer = std::function<bool(const std::string& authorization)>;
+
+// An authorizer for one token, compared in constant time; "" lets everyone in.
+StatusAuthorizer BearerToken(const std::string& token);
+
+// Answers the status paths. The token travels as "Authorization: Bearer
+// <token>" or as "?token=<token>" (a browser opening the page passes it in
+// the URL; the page forwards it); one the authorizer refuses is 401.
 // Anything but GET/HEAD is 405.
 StatusResponse HandleStatusRequest(const StatusRequest& request, Store& store,
                                    const std::function<StatusSnapshot()>& snapshot,
-                                   const std::string& token);
+                                   const StatusAuthorizer& authorized);
 
 }  // namespace anvil::report
 

@@ -78,26 +78,28 @@ TEST_F(StatusTest, HttpAnswersNeedTheTokenAndAreReadOnly) {
   auto snap = [this] { return Snapshot(); };
   StatusRequest r;
   r.path = "/metrics";
-  EXPECT_FALSE(HandleStatusRequest(r, *store_, snap, "").handled);
+  EXPECT_FALSE(HandleStatusRequest(r, *store_, snap, nullptr).handled);
   r.path = "/status";
-  StatusResponse page = HandleStatusRequest(r, *store_, snap, "");
+  StatusResponse page = HandleStatusRequest(r, *store_, snap, nullptr);
   EXPECT_EQ(page.code, 200);
   EXPECT_NE(page.content_type.find("text/html"), std::string::npos);
   EXPECT_NE(page.body.find("'.json' + location.search"), std::string::npos);  // polls /status.json
-  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, "s3cret").code, 401);
+  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, BearerToken("s3cret")).code, 401);
   r.query = "token=s3cret";
-  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, "s3cret").code, 200);
+  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, BearerToken("s3cret")).code, 200);
+  r.query = "a=1&token=s3%63ret";  // escaped in the URL
+  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, BearerToken("s3cret")).code, 200);
   r.query = "token=s3cre";
-  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, "s3cret").code, 401);
+  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, BearerToken("s3cret")).code, 401);
   r.query.clear();
   r.path = "/status.json";
   r.authorization = "Bearer s3cret";
-  StatusResponse data = HandleStatusRequest(r, *store_, snap, "s3cret");
+  StatusResponse data = HandleStatusRequest(r, *store_, snap, BearerToken("s3cret"));
   ASSERT_EQ(data.code, 200);
   EXPECT_EQ(data.content_type, "application/json");
   EXPECT_EQ(json::parse(data.body)["jobs"][0]["id"], testing::kTestJob);
   r.method = "POST";
-  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, "s3cret").code, 405);
+  EXPECT_EQ(HandleStatusRequest(r, *store_, snap, BearerToken("s3cret")).code, 405);
 }
 
 }  // namespace

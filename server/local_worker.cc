@@ -19,40 +19,44 @@ std::string CublasVersion(const v1::RunnerInfo& info) {
   return "";
 }
 
-std::string DefaultCacheDir() {
+}  // namespace
+
+std::string DefaultBuildCacheDir() {
   if (const char* c = std::getenv("ANVIL_CACHE")) return c;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return absl::StrCat(xdg, "/anvil/builds");
   if (const char* home = std::getenv("HOME")) return absl::StrCat(home, "/.cache/anvil/builds");
   return "/tmp/anvil-builds";
 }
 
-}  // namespace
+BuilderOptions MakeBuilderOptions(const Toolchain& toolchain, const LocalWorkerOptions& options) {
+  BuilderOptions b;
+  b.toolchain = toolchain;
+  b.cache_dir = options.cache_dir;
+  b.jobs = options.build_jobs;
+  b.isolate = options.isolate;
+  return b;
+}
+
+EvaluatorOptions MakeEvaluatorOptions(const Toolchain& toolchain, const LocalWorkerOptions& options) {
+  EvaluatorOptions e;
+  e.toolchain = toolchain;
+  e.device = options.device;
+  e.protocol = options.protocol;
+  e.isolate = options.isolate;
+  return e;
+}
 
 absl::StatusOr<std::unique_ptr<LocalWorker>> LocalWorker::Create(LocalWorkerOptions options) {
   absl::StatusOr<Toolchain> t = Toolchain::Find();
   if (!t.ok()) return t.status();
-  if (options.cache_dir.empty()) options.cache_dir = DefaultCacheDir();
+  if (options.cache_dir.empty()) options.cache_dir = DefaultBuildCacheDir();
   return std::unique_ptr<LocalWorker>(new LocalWorker(*t, std::move(options)));
 }
 
 LocalWorker::LocalWorker(Toolchain toolchain, LocalWorkerOptions options)
     : toolchain_(toolchain),
-      builder_([&] {
-        BuilderOptions b;
-        b.toolchain = toolchain;
-        b.cache_dir = options.cache_dir;
-        b.jobs = options.build_jobs;
-        b.isolate = options.isolate;
-        return b;
-      }()),
-      evaluator_([&] {
-        EvaluatorOptions e;
-        e.toolchain = toolchain;
-        e.device = options.device;
-        e.protocol = options.protocol;
-        e.isolate = options.isolate;
-        return e;
-      }()) {}
+      builder_(MakeBuilderOptions(toolchain, options)),
+      evaluator_(MakeEvaluatorOptions(toolchain, options)) {}
 
 std::vector<absl::StatusOr<v1::Build>> LocalWorker::BuildAll(
     const std::vector<v1::Candidate>& candidates) {

@@ -29,6 +29,12 @@ struct LocalWorkerOptions {
   bool isolate = true;             // namespaces where the node allows
 };
 
+// The build cache: $ANVIL_CACHE, else the XDG cache folder's anvil/builds.
+std::string DefaultBuildCacheDir();
+// The Builder's and the worker Evaluator's options for local mode.
+BuilderOptions MakeBuilderOptions(const Toolchain& toolchain, const LocalWorkerOptions& options);
+EvaluatorOptions MakeEvaluatorOptions(const Toolchain& toolchain, const LocalWorkerOptions& options);
+
 struct CandidateOutcome {
   v1::Build build;
   std::vector<v1::Measurement> measurements;  // [i] answers the i-th problem

@@ -1,11 +1,12 @@
-// anvil-server: the gRPC coordinator (KernelSearch and Fleet services). The
-// services are not built yet; until then this says so and points to the
-// local mode, which runs the same search in one process tree.
-#include <cstdio>
+// anvil-server: the gRPC coordinator, the same as `anvil serve` (the
+// KernelSearch service over this node's GPU; options: server/CONFIG.md).
+#include <string>
+#include <vector>
 
-int main() {
-  std::fprintf(stderr,
-               "anvil-server: the gRPC coordinator is not built yet; `anvil optimize` runs the "
-               "search in local mode on this node.\n");
-  return 3;
+#include "server/rpc/serve_main.h"
+#include "server/rpc/local_components.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return anvil::ServeMain(args, anvil::LocalServeComponents(), "anvil-server");
 }

@@ -17,7 +17,7 @@ namespace {
 absl::Status LoadJobProblems(Db& db, v1::Job* job) {
   static const std::string kSql = absl::StrCat(
       "SELECT ", ProblemColumns("p."),
-      ", jp.candidates_tried, jp.best_candidate_id, jp.best_us, jp.best_baseline_us "
+      ", jp.candidates_tried, jp.best_candidate_id, jp.best_us, jp.best_baseline_us, jp.status "
       "FROM job_problems jp JOIN problems p ON p.id = jp.problem_id WHERE jp.job_id = ? "
       "ORDER BY jp.id");
   STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare(kSql));
@@ -32,6 +32,7 @@ absl::Status LoadJobProblems(Db& db, v1::Job* job) {
     p->set_best_us(s.Real(c + 2));
     p->set_best_baseline_us(s.Real(c + 3));
     if (p->best_us() > 0) p->set_speedup(p->best_baseline_us() / p->best_us());
+    p->set_status(s.Text(c + 4));
   }
 }
 
@@ -40,7 +41,8 @@ absl::StatusOr<std::optional<v1::Job>> LoadJob(Db& db, const std::string& job_id
   {
     STORE_ASSIGN_OR_RETURN(
         Stmt s,
-        db.Prepare("SELECT id, state, created_at, updated_at, error FROM jobs WHERE id = ?"));
+        db.Prepare("SELECT id, state, created_at, updated_at, error, wall_seconds, gpu_seconds, "
+                   "IFNULL(request_id, '') FROM jobs WHERE id = ?"));
     s.BindText(job_id);
     STORE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return std::optional<v1::Job>();
@@ -49,6 +51,9 @@ absl::StatusOr<std::optional<v1::Job>> LoadJob(Db& db, const std::string& job_id
     job.set_created_unix_ms(s.Int(2));
     job.set_updated_unix_ms(s.Int(3));
     job.set_error(s.Text(4));
+    job.set_wall_seconds(s.Real(5));
+    job.set_gpu_seconds(s.Real(6));
+    job.set_request_id(s.Text(7));
   }
   STORE_RETURN_IF_ERROR(LoadJobProblems(db, &job));
   return std::optional<v1::Job>(std::move(job));
@@ -63,13 +68,16 @@ absl::Status UpsertJobProblem(Db& db, const std::string& job_id, int64_t problem
   STORE_ASSIGN_OR_RETURN(
       Stmt s,
       db.Prepare("INSERT INTO job_problems (job_id, problem_id, candidates_tried, "
-                 "best_candidate_id, best_us, best_baseline_us) VALUES (?, ?, ?, ?, ?, ?) "
+                 "best_candidate_id, best_us, best_baseline_us, status) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?) "
                  "ON CONFLICT (job_id, problem_id) DO UPDATE SET "
                  "candidates_tried = excluded.candidates_tried, "
                  "best_candidate_id = excluded.best_candidate_id, "
-                 "best_us = excluded.best_us, best_baseline_us = excluded.best_baseline_us"));
+                 "best_us = excluded.best_us, best_baseline_us = excluded.best_baseline_us, "
+                 "status = excluded.status"));
   s.BindText(job_id).BindInt(problem_id).BindInt(p.candidates_tried());
   s.BindTextOrNull(p.best_candidate_id()).BindReal(p.best_us()).BindReal(p.best_baseline_us());
+  s.BindText(p.status());
   return s.Run();
 }
 
@@ -100,6 +108,51 @@ absl::Status Store::CreateJob(const std::string& job_id, const v1::OptimizeKerne
   s.BindText(job_id).BindText(store_internal::JobStateText(v1::JOB_STATE_QUEUED)).BindText(json);
   s.BindInt(now).BindInt(now);
   return WithContext(s.Run(), absl::StrCat("creating job ", job_id));
+}
+
+absl::StatusOr<std::string> Store::CreateJobForRequest(const std::string& job_id,
+                                                       const v1::OptimizeKernelRequest& request,
+                                                       const std::string& request_id,
+                                                       const std::string& request_sha256) {
+  if (job_id.empty() || request_id.empty()) {
+    return absl::InvalidArgumentError("job id or request id is empty");
+  }
+  STORE_ASSIGN_OR_RETURN(std::string json, store_internal::MessageJson(request));
+  absl::MutexLock lock(&mu_);
+  Transaction txn(*db_);
+  STORE_RETURN_IF_ERROR(txn.Begin());
+  {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("SELECT id, request_sha256 FROM jobs WHERE request_id = ?"));
+    s.BindText(request_id);
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row && s.Text(1) != request_sha256) {
+      return absl::AlreadyExistsError(absl::StrCat("request id ", request_id, " was used for job ",
+                                                   s.Text(0), " with another request"));
+    }
+    if (row) return s.Text(0);  // a replay: the job made the first time
+  }
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("INSERT INTO jobs (id, state, request, created_at, updated_at, error, "
+                           "request_id, request_sha256) VALUES (?, ?, ?, ?, ?, '', ?, ?)"));
+  const int64_t now = Now();
+  s.BindText(job_id).BindText(store_internal::JobStateText(v1::JOB_STATE_QUEUED)).BindText(json);
+  s.BindInt(now).BindInt(now).BindText(request_id).BindText(request_sha256);
+  STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("creating job ", job_id)));
+  STORE_RETURN_IF_ERROR(txn.Commit());
+  return job_id;
+}
+
+absl::Status Store::AddJobUsage(const std::string& job_id, double wall_seconds,
+                                double gpu_seconds) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE jobs SET wall_seconds = wall_seconds + ?, "
+                           "gpu_seconds = gpu_seconds + ?, updated_at = ? WHERE id = ?"));
+  s.BindReal(wall_seconds).BindReal(gpu_seconds).BindInt(Now()).BindText(job_id);
+  STORE_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() == 0) return store_internal::NoJob(job_id);
+  return absl::OkStatus();
 }
 
 absl::Status Store::UpdateJobState(const std::string& job_id, v1::JobState state,

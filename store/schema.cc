@@ -140,9 +140,23 @@ constexpr const char kSchemaV1[] =
 // to random; forget them, so each problem is tuned again by device time.
 constexpr const char kSchemaV2[] = "DELETE FROM lt_algo_cache;";
 
+// Jobs owned by the coordinator: a client's request id (idempotent
+// OptimizeKernel: the id and the SHA-256 of the request body), the wall and
+// GPU seconds spent over all of a job's runs (a resumed job spends only what
+// is left), and each job problem's status ("" while searched, else why it
+// stopped: "candidates", "plateau", "target").
+constexpr const char kSchemaV4[] =
+    "ALTER TABLE jobs ADD COLUMN request_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN request_sha256 TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN wall_seconds REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0;"
+    "CREATE UNIQUE INDEX jobs_request_id ON jobs (request_id) WHERE request_id IS NOT NULL;"
+    "ALTER TABLE job_problems ADD COLUMN status TEXT NOT NULL DEFAULT '';";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {4, kSchemaV4},
 };
 
 struct Header {

@@ -97,6 +97,16 @@ class Store {
   // Jobs. CreateJob stores the request in state QUEUED; per-problem rows come
   // from UpdateJobProblem (keyed by job and problem, in first-update order).
   absl::Status CreateJob(const std::string& job_id, const v1::OptimizeKernelRequest& request);
+  // CreateJob keyed by a client's request id, in one transaction: the job id
+  // stored for `request_id` when it exists with the same `request_sha256`
+  // (a replay), AlreadyExists when it exists with another body, else
+  // `job_id`, created. REQUIRES: request_id non-empty.
+  absl::StatusOr<std::string> CreateJobForRequest(const std::string& job_id,
+                                                  const v1::OptimizeKernelRequest& request,
+                                                  const std::string& request_id,
+                                                  const std::string& request_sha256);
+  // Adds to a job's spent wall and GPU seconds (Job.wall_seconds, gpu_seconds).
+  absl::Status AddJobUsage(const std::string& job_id, double wall_seconds, double gpu_seconds);
   absl::Status UpdateJobState(const std::string& job_id, v1::JobState state,
                               const std::string& error = "");
   absl::Status UpdateJobProblem(const std::string& job_id, const v1::ProblemProgress& progress);

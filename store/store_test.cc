@@ -178,6 +178,36 @@ TEST(StoreRoundTripTest, ProblemUpsertIsIdempotent) {
   EXPECT_EQ(store->UpsertProblem(no_gpu).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(StoreRoundTripTest, JobRequestIdsUsageAndProblemStatus) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("anvil.db"));
+  v1::OptimizeKernelRequest req;
+  *req.add_problems() = TestProblem(128, 256, 64);
+  absl::StatusOr<std::string> a = store->CreateJobForRequest("job-a", req, "req-1", "hash-1");
+  absl::StatusOr<std::string> replay = store->CreateJobForRequest("job-b", req, "req-1", "hash-1");
+  ASSERT_TRUE(a.ok() && replay.ok()) << a.status() << replay.status();
+  EXPECT_EQ(*a, "job-a");
+  EXPECT_EQ(*replay, "job-a");  // the job made the first time
+  EXPECT_EQ(store->CreateJobForRequest("job-c", req, "req-1", "hash-2").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store->GetJob("job-b").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store->AddJobUsage("job-a", 10, 4).ok());
+  ASSERT_TRUE(store->AddJobUsage("job-a", 5, 1).ok());
+  EXPECT_EQ(store->AddJobUsage("job-none", 1, 1).code(), absl::StatusCode::kNotFound);
+  v1::ProblemProgress p;
+  *p.mutable_problem() = TestProblem(128, 256, 64);
+  p.set_candidates_tried(7);
+  p.set_status("plateau");
+  ASSERT_TRUE(store->UpdateJobProblem("job-a", p).ok());
+  absl::StatusOr<v1::Job> job = store->GetJob("job-a");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->request_id(), "req-1");
+  EXPECT_DOUBLE_EQ(job->wall_seconds(), 15);
+  EXPECT_DOUBLE_EQ(job->gpu_seconds(), 5);
+  ASSERT_EQ(job->problems_size(), 1);
+  EXPECT_EQ(job->problems(0).status(), "plateau");
+}
+
 TEST(StoreRoundTripTest, Candidate) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("anvil.db"));

@@ -1,0 +1,168 @@
+// The CLI as a client of `anvil serve` (--server HOST:PORT): optimize,
+// kernels, export, jobs, watch and cancel over gRPC instead of the store.
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "proto/problem.h"
+#include "server/rpc/client.h"
+
+namespace anvil::cli {
+namespace {
+
+// Bad input and refusals are the user's to fix (2); no server or no GPU
+// there is "not possible here" (3); anything else is Anvil failing (1).
+int ExitFor(const absl::Status& st) {
+  switch (st.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kResourceExhausted:
+      return kUsage;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kUnavailable;
+    default:
+      return kFailed;
+  }
+}
+
+int Fail(const Globals& g, const absl::Status& st) {
+  return Report(absl::Status(st.code(), absl::StrCat(g.server, ": ", st.message())), ExitFor(st));
+}
+
+absl::StatusOr<std::unique_ptr<KernelSearchClient>> Connect(const Globals& g) {
+  ClientOptions o;
+  o.target = g.server;
+  o.tls = g.tls || !g.tls_ca.empty();
+  o.ca_file = g.tls_ca;
+  absl::StatusOr<std::string> token = ClientToken(g);
+  if (!token.ok()) return token.status();
+  o.token = *token;
+  return KernelSearchClient::Connect(o);
+}
+
+// Streams a job's events, then prints its summary; the exit code follows
+// the job's end state.
+int FollowJob(const Globals& g, KernelSearchClient& client, const std::string& figure,
+              const DisplayOptions& display_options, double budget_s,
+              const std::function<absl::Status(const ProgressHandler&)>& stream) {
+  v1::Job last;
+  ProgressDisplay display(std::cout, display_options);
+  absl::Status st = stream([&](const v1::JobProgress& p) {
+    last = p.job();
+    if (g.json) {
+      PrintProgress(g, p);
+    } else {
+      display.Handle(FromJobProgress(p, budget_s));
+    }
+    return true;
+  });
+  display.Finish();
+  if (!st.ok()) return Fail(g, st);
+  absl::StatusOr<v1::Job> job = client.GetJob(last.id());  // the stored end state
+  if (job.ok()) last = *job;
+  PrintJobSummary(g, last, figure);
+  return last.state() == v1::JOB_STATE_SUCCEEDED ? kOk : kFailed;
+}
+
+}  // namespace
+
+int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a) {
+  absl::StatusOr<v1::OptimizeKernelRequest> req = OptimizeRequest(a);
+  if (!req.ok()) return Report(req.status(), kUsage);
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  if (!g.json) {
+    std::cout << absl::StrFormat("anvil optimize: %d problems on %s, budget %.0f min%s\n",
+                                 req->problems_size(), g.server, a.budget_minutes,
+                                 a.detach ? " (detached: follow with anvil watch)" : "");
+  }
+  if (a.detach) {  // the first event names the job; the job goes on without us
+    std::string job_id;
+    absl::Status st = (*client)->OptimizeKernel(*req, [&](const v1::JobProgress& p) {
+      job_id = p.job().id();
+      return false;
+    });
+    if (!st.ok()) return Fail(g, st);
+    std::cout << job_id << "\n";
+    return kOk;
+  }
+  return FollowJob(g, **client, a.figure, StdoutDisplayOptions(a.quiet, a.verbose), a.budget_minutes * 60,
+                   [&](const ProgressHandler& on) { return (*client)->OptimizeKernel(*req, on); });
+}
+
+int RunWatchRemote(const Globals& g, const WatchArgs& a) {
+  if (a.job.empty()) return Report(absl::InvalidArgumentError("watch --server needs a job id (anvil jobs)"), kUsage);
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  return FollowJob(g, **client, a.figure, StdoutDisplayOptions(a.quiet, a.verbose), 0,
+                   [&](const ProgressHandler& on) { return (*client)->WatchJob(a.job, on); });
+}
+
+int RunCancel(const Globals& g, const std::string& job_id) {
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  absl::StatusOr<v1::Job> job = (*client)->CancelJob(job_id);
+  if (!job.ok()) return Fail(g, job.status());
+  std::cout << (g.json ? ToJson(*job) : absl::StrCat(job->id(), " ", JobStateName(job->state()))) << "\n";
+  return kOk;
+}
+
+int RunJobs(const Globals& g, const std::string& state, int limit) {
+  v1::ListJobsRequest req;
+  req.set_limit(limit);
+  if (!state.empty()) {
+    v1::JobState s;
+    if (!v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(state), &s)) {
+      return Report(absl::InvalidArgumentError("--state: queued, running, succeeded, failed or cancelled"), kUsage);
+    }
+    req.set_state(s);
+  }
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  absl::StatusOr<v1::ListJobsResponse> jobs = (*client)->ListJobs(req);
+  if (!jobs.ok()) return Fail(g, jobs.status());
+  if (g.json) {
+    std::cout << ToJson(*jobs) << "\n";
+    return kOk;
+  }
+  std::cout << absl::StrFormat("%-34s %-10s %8s %9s %8s  %s\n", "job", "state", "problems", "wall min",
+                               "GPU s", "created (unix ms)");
+  for (const v1::Job& j : jobs->jobs()) {
+    std::cout << absl::StrFormat("%-34s %-10s %8d %9.1f %8.0f  %d\n", j.id(), JobStateName(j.state()),
+                                 j.problems_size(), j.wall_seconds() / 60, j.gpu_seconds(),
+                                 j.created_unix_ms());
+  }
+  return kOk;
+}
+
+int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& req) {
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  absl::StatusOr<v1::ListKernelsResponse> r = (*client)->ListKernels(req);
+  if (!r.ok()) return Fail(g, r.status());
+  std::vector<v1::Kernel> kernels(r->kernels().begin(), r->kernels().end());
+  PrintKernels(g, kernels, req.figure(), absl::StrCat("the server ", g.server, "'s store"));
+  return kOk;
+}
+
+int RunExportRemote(const Globals& g, const v1::ExportLibraryRequest& req) {
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  absl::StatusOr<v1::ExportLibraryResponse> r = (*client)->ExportLibrary(req);
+  if (!r.ok()) return Fail(g, r.status());
+  std::cout << (g.json ? ToJson(*r)
+                       : absl::StrFormat("library written to %s on the server: %d shapes with a searched "
+                                         "kernel, %d falling back to cuBLAS", r->output_dir(), r->kernels(),
+                                         r->fallbacks()))
+            << "\n";
+  return kOk;
+}
+
+}  // namespace anvil::cli

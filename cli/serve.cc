@@ -1,0 +1,13 @@
+// anvil serve: the gRPC coordinator on this node, measuring with this node's
+// GPU (server/rpc/serve_main.h; options: server/CONFIG.md).
+#include "cli/cli.h"
+#include "server/rpc/serve_main.h"
+#include "server/rpc/local_components.h"
+
+namespace anvil::cli {
+
+int RunServe(const std::vector<std::string>& args) {
+  return ServeMain(args, LocalServeComponents(), "anvil serve");
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,71 @@
+// CandidateEvaluator: the coordinator's view of a GPU worker: build
+// candidates (sandboxed nvcc) and measure built ones on problems (sandboxed
+// runner). It knows nothing of jobs, proposers or the store: what it returns
+// is persisted by the coordinator's measure callbacks (server/measure_callbacks.h).
+// Implementations: LocalEvaluator (server/local_evaluator.h: this node's
+// Builder and worker Evaluator, local mode), the fleet's remote evaluator
+// (later), and FakeEvaluator (tests/).
+//
+// A candidate's failure is data: a compile error is an OK v1::Build with its
+// verdict, a wrong answer or a crash an OK v1::Measurement with its verdict
+// and reason. A non-OK status means Anvil itself failed (no toolchain, the
+// sandbox could not start, the worker is gone).
+//
+// Thread-safety: one Build and one Measure may run at once (the coordinator
+// builds its next round while the GPU measures this one); never two Build or
+// two Measure calls at once. device() may be called from any thread.
+#ifndef ANVIL_SERVER_EVALUATOR_H_
+#define ANVIL_SERVER_EVALUATOR_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "anvil/v1/runner.pb.h"
+#include "anvil/v1/types.pb.h"
+
+namespace anvil {
+
+// One built candidate to measure on shapes of its layout.
+struct MeasureRequest {
+  v1::Candidate candidate;
+  v1::Build build;                 // REQUIRES: build.verdict() == PASSED
+  std::vector<v1::Shape> shapes;   // each measured once, in order
+  // A re-check on fresh inputs in a new runner (what promotes a best to
+  // verified). The evaluator measures it like any other; the flag travels so a
+  // remote evaluator may place it on the GPU that measured the original.
+  bool recheck = false;
+  // Stored cuBLASLt choices for these shapes (the coordinator reads them from
+  // the store); those marked retune are tuned again, themselves contenders.
+  std::vector<v1::LtAlgo> known_lt_algos;
+};
+
+struct MeasureResult {
+  std::vector<v1::Measurement> measurements;  // [i] answers request.shapes[i]; gpu/arch set
+  std::vector<v1::LtAlgo> tuned;              // new cuBLASLt choices (for the store)
+  double gpu_seconds = 0;                     // runner wall time, what budgets count
+};
+
+class CandidateEvaluator {
+ public:
+  virtual ~CandidateEvaluator() = default;
+
+  // Builds candidates (in parallel where the implementation can);
+  // results[i] answers candidates[i].
+  virtual std::vector<absl::StatusOr<v1::Build>> Build(
+      const std::vector<v1::Candidate>& candidates) = 0;
+
+  // Measures built candidates; results[i] answers requests[i]. Every shape of
+  // an OK result has a Measurement (a crash or hang yields one with its verdict).
+  virtual std::vector<absl::StatusOr<MeasureResult>> Measure(
+      const std::vector<MeasureRequest>& requests) = 0;
+
+  // The device facts (GPU model, arch, SM count), once a runner has started;
+  // nullopt before. The GPU model is part of every problem key it measures.
+  virtual std::optional<v1::RunnerInfo> device() const = 0;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_EVALUATOR_H_

@@ -1,0 +1,521 @@
+#include "server/job_run.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "proto/problem.h"
+#include "reward/reward.h"
+
+namespace anvil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Passed(const v1::Measurement& m) { return m.verdict() == v1::VERDICT_PASSED; }
+
+}  // namespace
+
+JobRun::JobRun(std::string job_id, v1::OptimizeKernelRequest request, JobRunOptions options)
+    : job_id_(std::move(job_id)), request_(std::move(request)), options_(std::move(options)),
+      history_(*options_.store) {
+  callbacks_.push_back(MakeStoreCallback(*options_.store));
+  callbacks_.push_back(MakeRewardCallback(*options_.store));
+  callbacks_.push_back(MakeProgressCallback([this](JobEvent e) { Emitted(std::move(e)); }));
+  usage_.resize(options_.proposers.size());
+  pending_count_.assign(options_.proposers.size(), 0);
+  exhausted_.assign(options_.proposers.size(), false);
+}
+
+double JobRun::Elapsed() const {
+  const Clock::time_point now = options_.clock ? options_.clock() : Clock::now();
+  return std::chrono::duration<double>(now - start_).count();
+}
+
+absl::StatusOr<v1::JobState> JobRun::Run() {
+  start_ = options_.clock ? options_.clock() : Clock::now();
+  if (absl::Status st = Init(); !st.ok()) return st;
+  Emit(JobEventKind::kState, absl::StrFormat("running: %d problems, %d proposers, figure %s",
+                                             problems_.size(), options_.proposers.size(),
+                                             request_.reward_figure()));
+  while (true) {
+    if (cancelled_) return v1::JOB_STATE_CANCELLED;
+    if (stopped_) break;
+    if (final_phase_ && ++final_rounds_ > kMaxFinalRounds) break;  // a proposer re-checking forever
+    if (!final_phase_ && BudgetSpent()) {
+      if (absl::Status st = FinalPhase(); !st.ok()) return st;
+    }
+    if (absl::Status st = Refill(); !st.ok()) return st;
+    std::vector<Pending> picked = PickRound();
+    if (picked.empty()) {
+      if (final_phase_) break;
+      final_phase_ = true;  // every proposer is done: verify what they report
+      if (absl::Status st = FinalPhase(); !st.ok()) return st;
+      continue;
+    }
+    const bool probe = !keyed_;
+    std::vector<Observation> round;
+    for (Pending& p : picked) round.push_back(Precheck(p, probe));
+    std::vector<v1::LtAlgo> tuned;
+    if (absl::Status st = Evaluate(round, tuned); !st.ok()) return st;
+    if (absl::Status st = Finish(round, std::move(tuned)); !st.ok()) return st;
+  }
+  if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  return stopped_ ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
+}
+
+absl::Status JobRun::Init() {
+  absl::StatusOr<v1::Job> job = options_.store->GetJob(job_id_);
+  if (!job.ok()) return job.status();
+  prior_wall_ = job->wall_seconds();
+  prior_gpu_ = job->gpu_seconds();
+  for (const v1::Problem& p : request_.problems()) {
+    ProblemView v;
+    v.spec = {p.shape(), p.layout()};
+    v.problem = p;
+    v.name = absl::StrCat(ShapeName(p.shape()), " ", LayoutName(p.layout()));
+    problems_.push_back(std::move(v));
+  }
+  state_.resize(problems_.size());
+  std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  if (!device && job->problems_size() > 0 && !job->problems(0).problem().gpu().empty()) {
+    // An earlier run learnt the GPU: resume on its keys, so not even the
+    // first measurement repeats one (the evaluator must then agree).
+    device.emplace();
+    device->set_gpu(job->problems(0).problem().gpu());
+    device->set_arch(job->problems(0).problem().arch());
+  }
+  if (device) return SetKeys(*device);
+  return absl::OkStatus();
+}
+
+// The GPU is part of every problem key: set once the evaluator knows it.
+absl::Status JobRun::SetKeys(const v1::RunnerInfo& device) {
+  for (ProblemView& v : problems_) {
+    if (!v.problem.gpu().empty() && v.problem.gpu() != device.gpu()) {
+      return absl::UnavailableError(absl::StrCat("problem ", v.name, " asks for GPU ", v.problem.gpu(),
+                                                 " but this evaluator measures on ", device.gpu()));
+    }
+    v.problem = MakeProblem(device.gpu(), device.arch(), v.spec.shape, v.spec.layout);
+  }
+  keyed_ = true;
+  return LoadHistory();
+}
+
+// What the store holds on these problems: every job's measured pairs (not
+// measured again), this job's tries, bests and plateau counters.
+absl::Status JobRun::LoadHistory() {
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    absl::StatusOr<std::vector<StoredMeasurement>> h = options_.store->SearchHistory(problems_[p].problem);
+    if (!h.ok()) return h.status();
+    ProblemView& v = problems_[p];
+    v.tried = v.tried_this_job = 0;
+    v.best_us = v.best_baseline_us = 0;
+    state_[p] = ProblemState{};
+    for (const StoredMeasurement& m : *h) {
+      state_[p].measured.insert(m.measurement.candidate_id());
+      ++v.tried;
+      if (m.job_id == job_id_) Take(static_cast<int>(p), m.measurement, m.measurement.verified());
+    }
+    UpdateStatus(static_cast<int>(p));
+  }
+  return absl::OkStatus();
+}
+
+// Takes one of this job's measurements into its problem's bests and plateau.
+void JobRun::Take(int p, const v1::Measurement& m, bool verified) {
+  ProblemView& v = problems_[p];
+  ProblemState& s = state_[p];
+  const bool fresh = s.tried.insert(m.candidate_id()).second;  // a re-check is no new try
+  v.tried_this_job = static_cast<int>(s.tried.size());
+  const double us = Passed(m) ? FigureUs(m.timings(), request_.reward_figure()) : 0;
+  const bool gain = us > 0 && (v.best_us <= 0 || us < v.best_us * (1 - options_.plateau_gain));
+  if (fresh) s.since_gain = gain ? 0 : s.since_gain + 1;
+  if (us > 0 && (v.best_us <= 0 || us < v.best_us)) {
+    v.best_us = us;
+    v.best_baseline_us = BestBaselineUs(m, request_.reward_figure());
+    s.best_id = m.candidate_id();
+  }
+  if (verified && us > 0 && (s.verified_us <= 0 || us < s.verified_us)) {
+    s.verified_id = m.candidate_id();
+    s.verified_us = us;
+    s.verified_baseline_us = BestBaselineUs(m, request_.reward_figure());
+  }
+  const double target = request_.budget().target_efficiency();
+  if (target > 0 && Passed(m) && m.efficiency() >= target && s.status.empty()) s.status = "target";
+}
+
+void JobRun::UpdateStatus(int p) {
+  ProblemView& v = problems_[p];
+  ProblemState& s = state_[p];
+  const v1::Budget& b = request_.budget();
+  if (s.status.empty() && b.max_candidates() > 0 && v.tried_this_job >= b.max_candidates()) {
+    s.status = "candidates";
+  }
+  if (s.status.empty() && b.plateau_candidates() > 0 && s.since_gain >= b.plateau_candidates()) {
+    s.status = "plateau";
+  }
+  if (!s.status.empty() && v.active) {
+    v.active = false;
+    Emit(JobEventKind::kProblemDone,
+         absl::StrFormat("%-22s done (%s): %d candidates in this job", v.name, s.status, v.tried_this_job), p);
+  }
+}
+
+SearchView JobRun::View() {
+  SearchView view;
+  view.job_id = job_id_;
+  view.figure = request_.reward_figure();
+  view.problems = problems_;
+  view.device = options_.evaluator->device();
+  view.elapsed_seconds = Elapsed();
+  const double wall = request_.budget().max_wall_seconds();
+  view.budget_seconds = wall > 0 ? std::max(0.0, wall - prior_wall_) : 0;
+  view.final_phase = final_phase_;
+  view.history = &history_;
+  return view;
+}
+
+// Asks proposers, in the share policy's order, for proposals up to each one's
+// pending allowance; each proposer at most once per refill.
+absl::Status JobRun::Refill() {
+  std::vector<std::string> names;
+  for (const auto& p : options_.proposers) names.push_back(p->name());
+  std::vector<bool> asked(options_.proposers.size(), false);
+  while (true) {
+    std::vector<bool> unavailable = exhausted_;
+    for (size_t i = 0; i < asked.size(); ++i) unavailable[i] = unavailable[i] || asked[i];
+    const int i = options_.policy->Next(names, usage_, unavailable);
+    if (i < 0 || i >= static_cast<int>(asked.size()) || unavailable[i]) return absl::OkStatus();
+    asked[i] = true;
+    const int n = options_.pending_per_proposer - pending_count_[i];
+    if (n <= 0) continue;
+    absl::StatusOr<std::vector<Proposal>> got = options_.proposers[i]->Propose(View(), n);
+    if (!got.ok()) return got.status();
+    if (got->empty() && pending_count_[i] == 0 && !final_phase_) exhausted_[i] = true;
+    for (Proposal& p : *got) {
+      ++pending_count_[i];
+      ++usage_[i].proposed;
+      if (p.candidate.proposer().empty()) p.candidate.set_proposer(names[i]);
+      pool_.push_back({std::move(p), i, seq_++});
+    }
+  }
+}
+
+// The least-served problem a pending proposal would still be measured on
+// (its candidates in this job, and in the round being picked); proposals for no active problem come first
+// (they are skipped at once).
+int JobRun::ServedKey(const Pending& pending) const {
+  int key = std::numeric_limits<int>::max();
+  for (int p : pending.proposal.problems) {
+    if (p < 0 || p >= static_cast<int>(problems_.size())) continue;
+    if (!problems_[p].active && !pending.proposal.recheck) continue;
+    const int load = p < static_cast<int>(round_load_.size()) ? round_load_[p] : 0;
+    key = std::min(key, problems_[p].tried_this_job + load);
+  }
+  return key == std::numeric_limits<int>::max() ? -1 : key;
+}
+
+// The pending proposal of `proposer` serving the least-served problem
+// (ties: the order proposed), taken out of the pool.
+std::optional<JobRun::Pending> JobRun::TakeNext(int proposer) {
+  auto best = pool_.end();
+  for (auto it = pool_.begin(); it != pool_.end(); ++it) {
+    if (it->proposer != proposer) continue;
+    if (best == pool_.end() || ServedKey(*it) < ServedKey(*best)) best = it;
+  }
+  if (best == pool_.end()) return std::nullopt;
+  Pending p = std::move(*best);
+  pool_.erase(best);
+  --pending_count_[proposer];
+  return p;
+}
+
+// One round: each slot goes to the proposer the share policy names (by GPU
+// time spent, this round's planned measurements counted), and of its
+// proposals to the one serving the least-served problem, so no layout or
+// family waits behind another's long plan. Before the GPU is known, one
+// proposal (the probe).
+std::vector<JobRun::Pending> JobRun::PickRound() {
+  std::vector<std::string> names;
+  for (const auto& p : options_.proposers) names.push_back(p->name());
+  std::vector<ProposerUsage> usage = usage_;
+  const size_t n = keyed_ ? static_cast<size_t>(std::max(1, options_.build_chunk)) : 1;
+  std::vector<Pending> out;
+  round_load_.assign(problems_.size(), 0);  // what this round gives each problem so far
+  while (out.size() < n) {
+    std::vector<bool> empty(names.size());
+    for (size_t i = 0; i < names.size(); ++i) empty[i] = pending_count_[i] == 0;
+    const int i = options_.policy->Next(names, usage, empty);
+    if (i < 0 || i >= static_cast<int>(names.size()) || empty[i]) break;
+    std::optional<Pending> p = TakeNext(i);
+    if (!p) break;
+    usage[i].gpu_seconds += static_cast<double>(p->proposal.problems.size());
+    for (int q : p->proposal.problems) {
+      if (q >= 0 && q < static_cast<int>(round_load_.size())) ++round_load_[q];
+    }
+    out.push_back(std::move(*p));
+  }
+  round_load_.clear();
+  planned_.assign(problems_.size(), 0);
+  planned_pairs_.clear();
+  return out;
+}
+
+// Which of a proposal's problems it will be measured on: in range, of its
+// layout, active (or a re-check), not measured before (unless a re-check),
+// each once. A probe measures one problem.
+Observation JobRun::Precheck(Pending& pending, bool probe) {
+  Observation o;
+  o.proposal = std::move(pending.proposal);
+  o.proposal.candidate.set_proposer(options_.proposers[pending.proposer]->name());
+  std::vector<int> keep;
+  std::string why;
+  for (int p : o.proposal.problems) {
+    if (p < 0 || p >= static_cast<int>(problems_.size()) ||
+        problems_[p].spec.layout != o.proposal.candidate.layout()) {
+      why = "a problem index out of range or of another layout";
+    } else if (final_phase_ && !o.proposal.recheck) {
+      why = "the job's budget is spent";
+    } else if (!problems_[p].active && !o.proposal.recheck) {
+      why = absl::StrCat("the problem's budget is spent (", state_[p].status, ")");
+    } else if (!o.proposal.recheck && (state_[p].measured.count(o.proposal.candidate.id()) ||
+                                         planned_pairs_.count({o.proposal.candidate.id(), p}))) {
+      why = "measured on the problem before";
+    } else if (!o.proposal.recheck && request_.budget().max_candidates() > 0 &&
+               problems_[p].tried_this_job + planned_[p] >= request_.budget().max_candidates()) {
+      why = "the problem's candidate budget is spent";
+    } else if (std::find(keep.begin(), keep.end(), p) == keep.end() && !(probe && !keep.empty())) {
+      keep.push_back(p);
+      planned_[p] += !o.proposal.recheck;
+      planned_pairs_.insert({o.proposal.candidate.id(), p});
+    }
+  }
+  o.measured_on = std::move(keep);
+  o.reason = o.measured_on.empty() ? why : "";
+  return o;
+}
+
+int JobRun::ProposerIndex(const Observation& o) const {
+  for (size_t i = 0; i < options_.proposers.size(); ++i) {
+    if (options_.proposers[i]->name() == o.proposal.candidate.proposer()) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+absl::Status JobRun::Evaluate(std::vector<Observation>& round, std::vector<v1::LtAlgo>& tuned) {
+  std::vector<Observation*> todo;
+  for (Observation& o : round) {
+    if (!o.measured_on.empty()) todo.push_back(&o);
+  }
+  if (todo.empty()) return absl::OkStatus();
+  if (absl::Status st = BuildRound(todo); !st.ok()) return st;
+  std::vector<MeasureRequest> requests;
+  std::vector<Observation*> measured;
+  for (Observation* o : todo) {
+    if (o->outcome == Outcome::kBuildFailed) continue;
+    MeasureRequest r;
+    r.candidate = o->proposal.candidate;
+    r.build = *o->build;
+    r.recheck = o->proposal.recheck;
+    for (int p : o->measured_on) r.shapes.push_back(problems_[p].spec.shape);
+    requests.push_back(std::move(r));
+    measured.push_back(o);
+  }
+  if (requests.empty()) return absl::OkStatus();
+  std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure(requests);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    if (i >= results.size()) return absl::InternalError("the evaluator answered fewer requests");
+    if (!results[i].ok()) return results[i].status();
+    Observation& o = *measured[i];
+    o.outcome = Outcome::kMeasured;
+    o.measurements = std::move(results[i]->measurements);
+    o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
+    o.measured_on.resize(o.measurements.size());
+    gpu_ += results[i]->gpu_seconds;
+    usage_[ProposerIndex(o)].gpu_seconds += results[i]->gpu_seconds;
+    for (v1::LtAlgo& a : results[i]->tuned) tuned.push_back(std::move(a));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::BuildRound(std::vector<Observation*>& todo) {
+  std::vector<v1::Candidate> cs;
+  for (Observation* o : todo) cs.push_back(o->proposal.candidate);
+  std::vector<absl::StatusOr<v1::Build>> builds = options_.evaluator->Build(cs);
+  if (builds.size() != todo.size()) return absl::InternalError("the evaluator answered fewer builds");
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!builds[i].ok()) return builds[i].status();
+    todo[i]->build = *builds[i];
+    if (builds[i]->verdict() != v1::VERDICT_PASSED) {
+      todo[i]->outcome = Outcome::kBuildFailed;
+      todo[i]->measured_on.clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Persists the round (callbacks), accounts for it, checkpoints the job and
+// tells the proposers.
+absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned) {
+  MeasuredRound mr;
+  mr.job_id = job_id_;
+  mr.figure = request_.reward_figure();
+  mr.problems = &problems_;
+  mr.observations = &round;
+  mr.tuned = std::move(tuned);
+  for (const auto& cb : callbacks_) {
+    if (absl::Status st = cb->Apply(mr); !st.ok()) return st;
+  }
+  const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  if (keyed_ && device && device->gpu() != problems_[0].problem.gpu()) {
+    return absl::UnavailableError(absl::StrCat("job ", job_id_, " was measured on ", problems_[0].problem.gpu(),
+                                               "; this evaluator measures on ", device->gpu()));
+  }
+  if (keyed_) {
+    Account(round);
+  } else if (std::optional<v1::RunnerInfo> device = options_.evaluator->device()) {
+    if (absl::Status st = SetKeys(*device); !st.ok()) return st;  // its history has this round
+  }
+  for (const Observation& o : round) {
+    ProposerUsage& u = usage_[ProposerIndex(o)];
+    u.built += o.build.has_value();
+    u.build_failures += o.outcome == Outcome::kBuildFailed;
+    u.measurements += static_cast<int>(o.measurements.size());
+  }
+  if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  ObserveAll(round);
+  return absl::OkStatus();
+}
+
+void JobRun::Account(const std::vector<Observation>& round) {
+  for (const Observation& o : round) {
+    for (size_t j = 0; j < o.measurements.size(); ++j) {
+      const int p = o.measured_on[j];
+      const std::string before = state_[p].best_id;
+      problems_[p].tried += state_[p].measured.insert(o.proposal.candidate.id()).second;
+      Take(p, o.measurements[j], o.measurements[j].verified());
+      if (state_[p].best_id != before) ++usage_[ProposerIndex(o)].improvements;
+      UpdateStatus(p);
+    }
+  }
+}
+
+v1::ProblemProgress JobRun::Progress(int p) const {
+  const ProblemView& v = problems_[p];
+  const ProblemState& s = state_[p];
+  v1::ProblemProgress pp;
+  *pp.mutable_problem() = v.problem;
+  pp.set_candidates_tried(v.tried_this_job);
+  pp.set_status(s.status);
+  if (!s.verified_id.empty()) {  // the figures of its verified re-measurement
+    pp.set_best_candidate_id(s.verified_id);
+    pp.set_best_us(s.verified_us);
+    pp.set_best_baseline_us(s.verified_baseline_us);
+    pp.set_speedup(s.verified_baseline_us / s.verified_us);
+  } else {
+    pp.set_best_baseline_us(v.best_baseline_us);
+  }
+  return pp;
+}
+
+// Adds this run's spend since the last checkpoint to the job and stores each
+// problem's progress: what a restarted server resumes from.
+absl::Status JobRun::Checkpoint() {
+  const double wall = Elapsed();
+  absl::Status st = options_.store->AddJobUsage(job_id_, wall - checkpointed_wall_, gpu_ - checkpointed_gpu_);
+  if (!st.ok()) return st;
+  checkpointed_wall_ = wall;
+  checkpointed_gpu_ = gpu_;
+  if (!keyed_) return absl::OkStatus();
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    if (absl::Status u = options_.store->UpdateJobProblem(job_id_, Progress(static_cast<int>(p))); !u.ok()) {
+      return u;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void JobRun::ObserveAll(std::vector<Observation>& round) {
+  std::map<int, std::vector<Observation>> by;
+  for (Observation& o : round) by[ProposerIndex(o)].push_back(std::move(o));
+  for (auto& [i, obs] : by) options_.proposers[i]->Observe(View(), obs);
+}
+
+bool JobRun::BudgetSpent() {
+  const v1::Budget& b = request_.budget();
+  std::string why;
+  if (b.max_wall_seconds() > 0 && prior_wall_ + Elapsed() >= b.max_wall_seconds()) {
+    why = absl::StrFormat("wall time %.0f s", b.max_wall_seconds());
+  } else if (b.max_gpu_seconds() > 0 && prior_gpu_ + gpu_ >= b.max_gpu_seconds()) {
+    why = absl::StrFormat("GPU time %.0f s", b.max_gpu_seconds());
+  } else if (keyed_ && std::none_of(problems_.begin(), problems_.end(),
+                                    [](const ProblemView& v) { return v.active; })) {
+    why = "every problem's own budget";
+  }
+  if (why.empty()) return false;
+  Emit(JobEventKind::kLog, absl::StrCat("budget spent (", why, "): verifying what the proposers report"));
+  return true;
+}
+
+// The budget is spent or every proposer is done: pending proposals other than
+// re-checks are skipped, and the proposers are asked for their re-checks.
+absl::Status JobRun::FinalPhase() {
+  final_phase_ = true;
+  exhausted_.assign(exhausted_.size(), false);
+  SkipPending("the job's budget is spent");
+  return absl::OkStatus();
+}
+
+void JobRun::SkipPending(const std::string& reason) {
+  std::vector<Observation> skipped;
+  std::vector<Pending> keep;
+  for (Pending& p : pool_) {
+    if (p.proposal.recheck) {
+      keep.push_back(std::move(p));
+      continue;
+    }
+    --pending_count_[p.proposer];
+    Observation o;
+    o.proposal = std::move(p.proposal);
+    o.proposal.candidate.set_proposer(options_.proposers[p.proposer]->name());
+    o.reason = reason;
+    skipped.push_back(std::move(o));
+  }
+  pool_ = std::move(keep);
+  if (!skipped.empty()) ObserveAll(skipped);
+}
+
+void JobRun::Emit(JobEventKind kind, std::string message, int problem) {
+  JobEvent e;
+  e.kind = kind;
+  e.message = std::move(message);
+  e.problem = problem;
+  Emitted(std::move(e));
+}
+
+void JobRun::Emitted(JobEvent e) {
+  if (!options_.emit) return;
+  e.job = Snapshot(v1::JOB_STATE_RUNNING);
+  e.usage.wall_seconds = prior_wall_ + Elapsed();
+  e.usage.gpu_seconds = prior_gpu_ + gpu_;
+  e.usage.max_wall_seconds = request_.budget().max_wall_seconds();
+  e.usage.max_gpu_seconds = request_.budget().max_gpu_seconds();
+  for (const ProblemView& v : problems_) e.usage.candidates += v.tried_this_job;
+  for (size_t i = 0; i < usage_.size(); ++i) e.usage.by_proposer[options_.proposers[i]->name()] = usage_[i];
+  options_.emit(e);
+}
+
+v1::Job JobRun::Snapshot(v1::JobState state) const {
+  v1::Job job;
+  job.set_id(job_id_);
+  job.set_state(state);
+  job.set_wall_seconds(prior_wall_ + Elapsed());
+  job.set_gpu_seconds(prior_gpu_ + gpu_);
+  for (size_t p = 0; p < problems_.size(); ++p) *job.add_problems() = Progress(static_cast<int>(p));
+  return job;
+}
+
+}  // namespace anvil

@@ -1,0 +1,55 @@
+// Measure callbacks: everything that persists or reacts to a measured round
+// (MetaSchedule's MeasureCallback). The coordinator runs them in order after
+// each round, on the job's thread, before the proposers observe it:
+//   StoreCallback     the store: candidates, builds, measurements, verified
+//                     marks, tuned cuBLASLt choices (the only writer)
+//   RewardCallback    reward/: each measurement's reward by the job's figure,
+//                     stored and handed to the proposers in Observation::rewards
+//   ProgressCallback  progress events (JobEvent) to the job's watchers
+// (the embedded proposer's cost model observes through Proposer::Observe).
+// Thread-compatible: a callback list belongs to one job.
+#ifndef ANVIL_SERVER_MEASURE_CALLBACKS_H_
+#define ANVIL_SERVER_MEASURE_CALLBACKS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/job_events.h"
+#include "server/proposer.h"
+#include "store/store.h"
+
+namespace anvil {
+
+// One measured round of a job: observations[i] answers one proposal.
+// Callbacks may fill in ids and rewards (the store's, reward/'s).
+struct MeasuredRound {
+  std::string job_id;
+  std::string figure;
+  std::vector<ProblemView>* problems = nullptr;  // the job's problems (keys set)
+  std::vector<Observation>* observations = nullptr;
+  std::vector<v1::LtAlgo> tuned;                 // new cuBLASLt choices from the round
+};
+
+class MeasureCallback {
+ public:
+  virtual ~MeasureCallback() = default;
+  // A non-OK status stops the job (FAILED); what earlier callbacks stored stays.
+  virtual absl::Status Apply(MeasuredRound& round) = 0;
+};
+
+// Writes the round: each candidate, its build, its measurements (with the
+// job id; ids into Observation::measurement_ids), the verified mark of a
+// passed re-check, and the tuned cuBLASLt choices. REQUIRES: store outlives it.
+std::unique_ptr<MeasureCallback> MakeStoreCallback(Store& store);
+// Computes each measurement's reward (Observation::rewards) and stores it.
+std::unique_ptr<MeasureCallback> MakeRewardCallback(Store& store);
+// Emits a kMeasured event per measurement (and kNewBest when a problem's best
+// improves) through `emit`.
+std::unique_ptr<MeasureCallback> MakeProgressCallback(std::function<void(JobEvent)> emit);
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_MEASURE_CALLBACKS_H_

@@ -1,0 +1,128 @@
+// Proposer: where candidates come from, behind one ask/tell interface (TVM
+// MetaSchedule's SearchStrategy: GenerateMeasureCandidates /
+// NotifyRunnerResults). The coordinator (server/job_service.h) asks each of a
+// job's proposers for candidates with Propose, builds and measures them on the
+// problems they name, persists everything, and tells the proposer what
+// happened with Observe. Implementations: the embedded search over the seed
+// families' knobs (server/proposers/embedded/), the LLM proposer (later), and
+// test doubles (tests/).
+//
+// Contract:
+// - Every proposal is answered by exactly one Observation, in a later
+//   Observe call: measured, build failed, or skipped (with the reason: the
+//   problem's budget is spent, the pair was measured before, the job stops).
+//   A proposal not yet observed is pending; a proposer does not propose a
+//   pending (candidate, problem) pair again.
+// - Propose may return fewer than n proposals, and none while it waits for
+//   observations of pending ones (the coordinator asks again after the next
+//   Observe). Returning none with nothing pending means it has nothing more.
+// - In the final phase (view.final_phase) the job's search budget is spent:
+//   a proposer may still propose re-checks (Proposal::recheck) of what it
+//   means to report, which the coordinator measures regardless of the budget.
+//   Anything else it proposes then is skipped.
+// - A proposer never writes the store; it reads history through the view.
+//
+// Thread-safety: a proposer is called from its job's thread only (one call
+// at a time); it need not be thread-safe.
+#ifndef ANVIL_SERVER_PROPOSER_H_
+#define ANVIL_SERVER_PROPOSER_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "anvil/v1/runner.pb.h"
+#include "anvil/v1/types.pb.h"
+#include "proto/problem.h"
+#include "store/records.h"
+
+namespace anvil {
+
+// Read-only access to what the store holds, for proposers (the coordinator
+// is the store's only writer). StoreHistory (server/history.h) reads a Store.
+class HistoryReader {
+ public:
+  virtual ~HistoryReader() = default;
+  // Measurements on a problem (of one job, when given), in measured order.
+  virtual absl::StatusOr<std::vector<StoredMeasurement>> SearchHistory(
+      const v1::Problem& problem, const std::optional<std::string>& job_id = std::nullopt) = 0;
+  // Up to n fastest and slowest PASSED candidates on a problem by `figure`.
+  virtual absl::StatusOr<ExemplarSet> Exemplars(const v1::Problem& problem,
+                                                const std::string& figure, int n) = 0;
+  virtual absl::StatusOr<v1::Candidate> GetCandidate(const std::string& id) = 0;
+  virtual absl::StatusOr<std::optional<v1::Build>> LatestBuild(const std::string& candidate_id) = 0;
+};
+
+// One problem of a job as the coordinator sees it.
+struct ProblemView {
+  ShapeSpec spec;
+  v1::Problem problem;       // gpu and arch set once the evaluator's device is known
+  std::string name;          // "MxNxK nt"
+  int tried = 0;             // candidates measured on it, every job (the store's history)
+  int tried_this_job = 0;    // of which in this job, this run and earlier ones
+  double best_us = 0;        // this job's fastest correct figure so far (0: none)
+  double best_baseline_us = 0;
+  bool active = true;        // false once its budget is spent (candidates, plateau, target)
+};
+
+// What a proposer sees when asked. Valid for the duration of the call.
+struct SearchView {
+  std::string job_id;
+  std::string figure;                     // what a problem's best minimises, e.g. "graph-cold"
+  std::vector<ProblemView> problems;      // Proposal::problems index this
+  std::optional<v1::RunnerInfo> device;   // nullopt until a runner has started
+  double elapsed_seconds = 0;             // this run of the job, by the job's clock
+  double budget_seconds = 0;              // this run's wall budget (0: none)
+  bool final_phase = false;               // budget spent: only re-checks are measured
+  HistoryReader* history = nullptr;       // never null during a call
+};
+
+// A candidate and the problems to measure it on (compile once, measure many).
+struct Proposal {
+  v1::Candidate candidate;       // source, params, parent_ids, proposer, family, layout
+  std::vector<int> problems;     // indices into SearchView::problems, of its layout
+  // Re-measure on fresh inputs in a new runner; a pass marks the measurement
+  // verified (what promotes a problem's best). Measured even in the final phase.
+  bool recheck = false;
+  std::string stage;             // where it came from, for progress ("screen", "llm-repair")
+};
+
+// How a proposal ended.
+enum class Outcome {
+  kMeasured,     // built and measured on the problems in `measured_on`
+  kBuildFailed,  // build.verdict() says why; measured nowhere
+  kSkipped,      // not measured (see `reason`)
+};
+
+// The answer to one proposal: its build and measurements, rewards, and ids.
+struct Observation {
+  Proposal proposal;
+  Outcome outcome = Outcome::kSkipped;
+  std::string reason;                          // why skipped, e.g. "problem budget spent"
+  std::optional<v1::Build> build;              // when built
+  std::vector<int> measured_on;                // problem indices actually measured, in order
+  std::vector<v1::Measurement> measurements;   // [j] answers measured_on[j]
+  std::vector<int64_t> measurement_ids;        // [j]: store ids
+  std::vector<double> rewards;                 // [j]: reward/ values by the job's figure
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // Stable name, e.g. "embedded" or "llm": budgets, the share policy and
+  // progress events speak of proposers by it.
+  virtual const std::string& name() const = 0;
+  // Up to n new proposals. A non-OK status fails the job (Anvil itself broke:
+  // a store read failed); garbage from a model is not an error, it is skipped.
+  virtual absl::StatusOr<std::vector<Proposal>> Propose(const SearchView& view, int n) = 0;
+  // results[i] answers one earlier proposal (any order, any batch size).
+  virtual void Observe(const SearchView& view, std::span<const Observation> results) = 0;
+};
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_PROPOSER_H_

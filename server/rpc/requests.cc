@@ -1,0 +1,70 @@
+#include "server/rpc/requests.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/problem.h"
+#include "reward/reward.h"
+
+namespace anvil::rpc {
+namespace {
+
+bool PrintableAscii(const std::string& s) {
+  for (char c : s) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+absl::Status ValidateBudget(const v1::Budget& b) {
+  if (b.max_candidates() < 0 || b.max_wall_seconds() < 0 || b.max_gpu_seconds() < 0 ||
+      b.plateau_candidates() < 0 || b.target_efficiency() < 0 || b.target_efficiency() > 1) {
+    return absl::InvalidArgumentError(
+        "budget: every limit must be >= 0 (0: the server default), target_efficiency at most 1");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRequestProblem(int i, const v1::Problem& p) {
+  v1::Problem filled = p;  // dtype may be left unset: f16_f32acc is the only one
+  if (filled.dtype() == v1::DTYPE_UNSPECIFIED) filled.set_dtype(v1::DTYPE_F16_F32ACC);
+  if (absl::Status st = ValidateProblem(filled); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("problems[", i, "]: ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateOptimizeRequest(const v1::OptimizeKernelRequest& r, const ServerOptions& o) {
+  if (r.problems().empty() && r.resume_job_id().empty()) {
+    return absl::InvalidArgumentError("problems: at least one problem (or resume_job_id) is needed");
+  }
+  if (r.problems_size() > o.max_problems_per_job) {
+    return absl::InvalidArgumentError(absl::StrCat("problems: ", r.problems_size(),
+                                                   " problems; this server takes at most ",
+                                                   o.max_problems_per_job, " per job"));
+  }
+  for (int i = 0; i < r.problems_size(); ++i) {
+    if (absl::Status st = ValidateRequestProblem(i, r.problems(i)); !st.ok()) return st;
+  }
+  if (!r.proposer().empty() && r.proposer() != "embedded" && r.proposer() != "llm") {
+    return absl::InvalidArgumentError(absl::StrCat("proposer: '", r.proposer(), "' is not embedded or llm"));
+  }
+  if (!r.reward_figure().empty() && !IsFigure(r.reward_figure())) {
+    return absl::InvalidArgumentError("reward_figure must be device, warm, cold or call");
+  }
+  if (absl::Status st = ValidateBudget(r.budget()); !st.ok()) return st;
+  if (r.request_id().size() > 128 || !PrintableAscii(r.request_id())) {
+    return absl::InvalidArgumentError("request_id: at most 128 printable ASCII characters, no spaces");
+  }
+  if (!r.resume_job_id().empty()) return ValidateJobId(r.resume_job_id());
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobId(const std::string& job_id) {
+  if (job_id.empty() || job_id.size() > 128 || !PrintableAscii(job_id)) {
+    return absl::InvalidArgumentError("job_id: a non-empty id of at most 128 printable ASCII characters");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace anvil::rpc

@@ -1,0 +1,179 @@
+#include "server/rpc/serve_main.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "server/rpc/metered_evaluator.h"
+#include "server/rpc/metrics.h"
+#include "server/rpc/server.h"
+#include "spdlog/spdlog.h"
+#include "store/store.h"
+
+namespace anvil {
+namespace {
+
+// --config FILE, then one flag per option ("tls.cert_file" -> --tls-cert-file).
+absl::StatusOr<ServerOptions> ParseOptions(const std::vector<std::string>& args,
+                                           const std::string& program) {
+  CLI::App app{"Anvil's gRPC coordinator: the KernelSearch service (options: server/CONFIG.md)",
+               program};
+  std::string config;
+  app.add_option("--config", config, "TOML file of options (see server/CONFIG.md)");
+  std::map<std::string, std::string> given;
+  for (const ServerOptionInfo& o : ListServerOptions()) {
+    std::string flag = absl::StrCat("--", absl::StrReplaceAll(o.name, {{".", "-"}, {"_", "-"}}));
+    app.add_option(flag, given[o.name], absl::StrCat(o.help, " (default: ", o.default_text, ")"));
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return absl::CancelledError("help");
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  ServerOptions options;
+  if (!config.empty()) {
+    if (absl::Status st = ApplyConfigFile(config, options); !st.ok()) return st;
+  }
+  if (absl::Status st = ApplyEnvironment(ProcessEnvironment(), options); !st.ok()) return st;
+  for (const ServerOptionInfo& o : ListServerOptions()) {
+    CLI::Option* opt = app.get_option(absl::StrCat("--", absl::StrReplaceAll(o.name, {{".", "-"}, {"_", "-"}})));
+    if (opt->count() == 0) continue;
+    if (absl::Status st = ApplyOption(o.name, given[o.name], options); !st.ok()) return st;
+  }
+  if (absl::Status st = ValidateServerOptions(options); !st.ok()) return st;
+  return options;
+}
+
+JobServiceOptions JobOptions(const ServerOptions& o, Store& store, CandidateEvaluator& evaluator,
+                             const ProposerFactory& proposers) {
+  JobServiceOptions j;
+  j.store = &store;
+  j.evaluator = &evaluator;
+  j.proposers = proposers;
+  j.default_figure = o.default_figure;
+  j.build_chunk = o.build_chunk;
+  j.default_budget.set_max_wall_seconds(o.default_wall_seconds);
+  j.default_budget.set_max_gpu_seconds(o.default_gpu_seconds);
+  j.default_budget.set_max_candidates(o.default_candidates);
+  j.default_budget.set_plateau_candidates(o.default_plateau_candidates);
+  j.default_budget.set_target_efficiency(o.default_target_efficiency);
+  return j;
+}
+
+// What a server with no GPU measures with: nothing (OptimizeKernel is refused first).
+class NoEvaluator final : public CandidateEvaluator {
+ public:
+  explicit NoEvaluator(std::string why) : why_(std::move(why)) {}
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& c) override {
+    return std::vector<absl::StatusOr<v1::Build>>(c.size(), absl::UnavailableError(why_));
+  }
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& r) override {
+    return std::vector<absl::StatusOr<MeasureResult>>(r.size(), absl::UnavailableError(why_));
+  }
+  std::optional<v1::RunnerInfo> device() const override { return std::nullopt; }
+
+ private:
+  std::string why_;
+};
+
+absl::Status WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return absl::OkStatus();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (!out) return absl::ResourceExhaustedError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread by the caller).
+int AwaitSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+int Fail(const absl::Status& st, int code) {
+  spdlog::error("anvil serve: {}", std::string(st.message()));
+  return code;
+}
+
+}  // namespace
+
+int ServeMain(const std::vector<std::string>& args, const ServeComponents& components,
+              const std::string& program) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // every thread made from here on inherits it
+
+  absl::StatusOr<ServerOptions> options = ParseOptions(args, program);
+  if (!options.ok()) return absl::IsCancelled(options.status()) ? 0 : Fail(options.status(), 2);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options->db);
+  if (!store.ok()) return Fail(store.status(), 4);
+  absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> metrics = Server::MakeMetrics(*options, **store);
+  if (!metrics.ok()) return Fail(metrics.status(), 3);
+
+  std::string no_evaluator;
+  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made = components.evaluator(*options);
+  std::unique_ptr<CandidateEvaluator> inner;
+  if (made.ok()) {
+    inner = *std::move(made);
+  } else {
+    no_evaluator = std::string(made.status().message());
+    spdlog::warn("anvil serve: no evaluator ({}); OptimizeKernel answers UNAVAILABLE", no_evaluator);
+    inner = std::make_unique<NoEvaluator>(no_evaluator);
+  }
+  rpc::MeteredEvaluator evaluator(std::move(inner), **metrics);
+  absl::StatusOr<std::unique_ptr<JobService>> jobs =
+      JobService::Create(JobOptions(*options, **store, evaluator, components.proposers));
+  if (!jobs.ok()) return Fail(jobs.status(), 1);
+
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Start(*options, ServerParts{store->get(), jobs->get(), metrics->get(), no_evaluator,
+                                          [&evaluator, known = components.gpu] {
+                                            std::optional<v1::RunnerInfo> d = evaluator.device();
+                                            return d ? d->gpu() : known;
+                                          }});
+  if (!server.ok()) return Fail(server.status(), 3);
+  if (absl::Status st = WritePortFile(options->port_file, (*server)->port()); !st.ok()) return Fail(st, 1);
+
+  const int sig = AwaitSignal();
+  spdlog::info("anvil serve: {} received; draining within {} s", strsignal(sig), options->drain_seconds);
+  // The hard deadline: whatever is still stopping then, the store already
+  // holds (every measurement is committed as it is taken); exit 0.
+  std::thread([seconds = options->drain_seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    spdlog::warn("anvil serve: drain deadline reached; exiting with jobs still stopping (they resume)");
+    std::fflush(nullptr);
+    _exit(0);
+  }).detach();
+  (*server)->Drain(absl::Seconds(options->drain_seconds * 0.5));
+  server->reset();
+  jobs->reset();
+  return 0;
+}
+
+}  // namespace anvil

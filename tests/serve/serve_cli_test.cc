@@ -1,0 +1,181 @@
+// `anvil --server` against a live server prints what local mode prints; the
+// server's Prometheus endpoint and TLS. A real anvil_test_server process.
+#include <gtest/gtest.h>
+
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "proto/problem.h"
+#include "server/rpc/client.h"
+#include "tests/serve/server_process.h"
+
+namespace anvil {
+namespace {
+
+using testing_serve::ServerProcess;
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+
+Run Cli(const std::string& args) {
+  Run r;
+  FILE* p = popen(absl::StrCat(ANVIL_CLI, " ", args, " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string HttpGet(const std::string& url, long* code = nullptr) {
+  std::string body;
+  CURL* curl = curl_easy_init();
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* out) {
+    static_cast<std::string*>(out)->append(p, s * n);
+    return s * n;
+  });
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_perform(curl);
+  if (code != nullptr) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, code);
+  curl_easy_cleanup(curl);
+  return body;
+}
+
+class ServeCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/serve_cli_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = dir_ + "/anvil.db";
+    server_ = std::make_unique<ServerProcess>(ANVIL_TEST_SERVER, db_, dir_);
+  }
+  std::string dir_, db_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+// The lines after the progress: the job's summary table.
+std::string Summary(const std::string& out) {
+  const size_t at = out.find("\njob ");
+  return at == std::string::npos ? "" : out.substr(at + 1);
+}
+
+TEST_F(ServeCliTest, ServerModePrintsWhatLocalModePrints) {
+  ASSERT_TRUE(server_->Start());
+  const std::string remote = absl::StrCat("--server ", server_->target());
+  Run opt = Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --shape 1024x512x256 --layout nt"));
+  ASSERT_EQ(opt.code, 0) << opt.out;
+  EXPECT_NE(opt.out.find("geomean speedup over the best baseline"), std::string::npos) << opt.out;
+  Run jobs = Cli(absl::StrCat(remote, " jobs"));
+  ASSERT_EQ(jobs.code, 0) << jobs.out;
+  std::vector<std::string> rows = absl::StrSplit(jobs.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(rows.size(), 2u) << jobs.out;
+  const std::string job_id = rows[1].substr(0, rows[1].find(' '));
+  EXPECT_NE(rows[1].find("succeeded"), std::string::npos);
+  // Watching the ended job prints the same summary the optimize call ended with.
+  Run watch = Cli(absl::StrCat(remote, " watch ", job_id));
+  ASSERT_EQ(watch.code, 0) << watch.out;
+  EXPECT_EQ(Summary(watch.out), Summary(opt.out));
+  EXPECT_FALSE(Summary(opt.out).empty()) << opt.out;
+  // kernels: the server's answer and the store's, read here, are the same text.
+  for (const std::string& args : {std::string("kernels"), std::string("kernels --figure warm"),
+                                  absl::StrCat("kernels --job ", job_id), std::string("--json kernels")}) {
+    Run local = Cli(absl::StrCat("--db ", db_, " ", args));
+    Run served = Cli(absl::StrCat(remote, " ", args));
+    ASSERT_EQ(local.code, 0) << local.out;
+    ASSERT_EQ(served.code, 0) << served.out;
+    EXPECT_EQ(served.out, local.out) << args;
+    EXPECT_NE(local.out.find("FAKE-GPU"), std::string::npos) << local.out;
+  }
+  Run unknown = Cli(absl::StrCat(remote, " watch job-nope"));
+  EXPECT_EQ(unknown.code, 2) << unknown.out;
+  Run needs_server = Cli("jobs");
+  EXPECT_EQ(needs_server.code, 2) << needs_server.out;
+}
+
+TEST_F(ServeCliTest, MetricsAreServedAsPrometheusText) {
+  const int port = FreePort();
+  ASSERT_TRUE(server_->Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)}));
+  Run opt = Cli(absl::StrCat("--server ", server_->target(), " optimize --shape 128x128x128"));
+  ASSERT_EQ(opt.code, 0) << opt.out;
+  const std::string text = HttpGet(absl::StrCat("http://127.0.0.1:", port, "/metrics"));
+  for (const char* want : {"anvil_jobs{state=\"succeeded\"} 1", "anvil_job_queue_depth 0",
+                           "anvil_candidates_built_total{outcome=\"ok\"} 6",
+                           "anvil_candidates_measured_total{verdict=\"passed\"}",
+                           "anvil_measure_seconds_bucket", "anvil_build_seconds_count 6",
+                           "anvil_reward_count", "anvil_store_bytes",
+                           "anvil_rpcs_total{code=\"OK\",method=\"OptimizeKernel\"} 1"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  }
+}
+
+TEST_F(ServeCliTest, StatusPageOnTheMetricsPortNeedsTheToken) {
+  const int port = FreePort();
+  ASSERT_TRUE(server_->Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)},
+                             {{"ANVIL_AUTH_TOKEN", "correct horse"}}));
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  long code = 0;
+  HttpGet(base + "/status", &code);
+  EXPECT_EQ(code, 401);
+  HttpGet(base + "/status.json?token=battery", &code);
+  EXPECT_EQ(code, 401);
+  const std::string page = HttpGet(base + "/status?token=correct%20horse", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(page.find("<title>Anvil status</title>"), std::string::npos);
+  const std::string model = HttpGet(base + "/status.json?token=correct+horse", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(model.find("\"jobs\":[]"), std::string::npos) << model;
+  HttpGet(base + "/metrics", &code);
+  EXPECT_EQ(code, 200);  // Prometheus scrapes without the token, as before
+  HttpGet(base + "/nothing", &code);
+  EXPECT_EQ(code, 404);
+}
+
+TEST_F(ServeCliTest, TlsWhenGivenACertificate) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl command here";
+  const std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
+  ASSERT_EQ(std::system(absl::StrCat("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                                     "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ", key,
+                                     " -out ", cert, " > /dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(server_->Start({"--tls-cert-file", cert, "--tls-key-file", key}));
+  Run tls = Cli(absl::StrCat("--server ", server_->target(), " --tls-ca ", cert, " jobs"));
+  EXPECT_EQ(tls.code, 0) << tls.out;
+  Run plain = Cli(absl::StrCat("--server ", server_->target(), " jobs"));
+  EXPECT_EQ(plain.code, 3) << plain.out;  // UNAVAILABLE: no plaintext on a TLS port
+}
+
+TEST_F(ServeCliTest, BadConfigurationStopsTheServerWithExitTwo) {
+  const std::string bad = dir_ + "/bad.toml";
+  FILE* f = fopen(bad.c_str(), "w");
+  fputs("[server]\nlisten = 50051\n", f);
+  fclose(f);
+  EXPECT_FALSE(server_->Start({"--config", bad}));
+  EXPECT_NE(server_->log(1).find("server.listen must be a string"), std::string::npos) << server_->log(1);
+}
+
+}  // namespace
+}  // namespace anvil
