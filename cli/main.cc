@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
                      "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
-  v1::ExportLibraryRequest xreq;
+  anvil::v1::ExportLibraryRequest xreq;
   CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
   xport->add_option("--out", *xreq.mutable_output_dir(), "with --server: the folder on the server");
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");

@@ -2,6 +2,8 @@
 // kernels, export, jobs, watch and cancel over gRPC instead of the store.
 #include <iostream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
@@ -13,7 +15,7 @@ namespace {
 
 // Bad input and refusals are the user's to fix (2); no server or no GPU
 // there is "not possible here" (3); anything else is Anvil failing (1).
-int ExitFor(const absl::Status& st) {
+ExitCode ExitFor(const absl::Status& st) {
   switch (st.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

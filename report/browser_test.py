@@ -7,7 +7,9 @@ the DevTools protocol):
      chart is drawn, nothing is fetched from the network, the console has no
      error; a full-page screenshot is saved;
   2. the status page served by report_test_fixture (token required) updates
-     without a reload while the job progresses; screenshot saved.
+     without a reload while the job progresses; screenshot saved;
+  3. with --test-server (anvil serve over the coordinator's test doubles):
+     the same page on the real server's metrics port, behind its token.
 
 Usage: browser_test.py --anvil BIN --fixture BIN --out DIR
        browser_test.py --screenshot REPORT.html --out DIR   (a report's PNG, checked the same way)
@@ -211,10 +213,56 @@ def test_status(args, browser):
         server.wait(timeout=10)
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_served_status(args, browser):
+    db = os.path.join(args.out, "serve-test.db")
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    port_file = os.path.join(args.out, "serve-test.port")
+    metrics = free_port()
+    env = dict(os.environ, ANVIL_AUTH_TOKEN=TOKEN, ANVIL_TEST_MEASURE_MS="150", ANVIL_TEST_CANDIDATES="40")
+    log = open(os.path.join(args.out, "serve-test.log"), "w")
+    server = subprocess.Popen([args.test_server, "--server-listen", "127.0.0.1:0", "--server-db", db,
+                               "--server-port-file", port_file, "--metrics-listen", f"127.0.0.1:{metrics}"],
+                              env=env, stderr=log)
+    try:
+        for _ in range(300):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.1)
+        code = None
+        for _ in range(100):  # the metrics port opens beside the gRPC one
+            try:
+                code = fetch_status(metrics)
+                break
+            except urllib.error.URLError:
+                time.sleep(0.2)
+        check(code == 401, "anvil serve: status.json without the token is 401")
+        browser.open(f"http://127.0.0.1:{metrics}/status?token={TOKEN}",
+                     "document.body && Number(document.body.dataset.polls || 0) >= 1")
+        check(browser.eval("document.getElementById('conn').className") == "ok",
+              "anvil serve: the page reads status.json on the metrics port with the token")
+        errors = browser.console_errors()
+        check(not errors, f"no console errors {errors}")
+        browser.screenshot(os.path.join(args.out, "status-serve.png"), width=1280)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--anvil")
     ap.add_argument("--fixture")
+    ap.add_argument("--test-server", help="anvil_test_server: also check the page on a real server")
     ap.add_argument("--screenshot", help="only open this report and save its PNG under --out")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -231,6 +279,8 @@ def main():
             return 0
         test_report(args, browser)
         test_status(args, browser)
+        if args.test_server:
+            test_served_status(args, browser)
     finally:
         browser.close()
     print("browser test passed; screenshots in", args.out)

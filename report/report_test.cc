@@ -25,12 +25,9 @@ class ReportTest : public ::testing::Test {
     std::string pattern = ::testing::TempDir() + "anvil_report_XXXXXX";
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
-    StoreOptions options;
-    options.now_unix_ms = [this] { return clock_.load(); };
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir_ + "/anvil.db", options);
+    absl::StatusOr<std::unique_ptr<Store>> store = testing::OpenTestStore(dir_ + "/anvil.db", clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    ASSERT_TRUE(testing::WriteTestSearch(*store_, clock_).ok());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -190,6 +190,16 @@ absl::Status WriteTestSearch(Store& store, std::atomic<int64_t>& clock) {
   return store.UpsertWorker(w);
 }
 
+absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& path,
+                                                     std::atomic<int64_t>& clock) {
+  StoreOptions options;
+  options.now_unix_ms = [&clock] { return clock.load(); };
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, options);
+  if (!store.ok()) return store.status();
+  if (absl::Status st = WriteTestSearch(**store, clock); !st.ok()) return st;
+  return store;
+}
+
 absl::Status ProgressTestJob(Store& store, std::atomic<int64_t>& clock, int step) {
   const TestProblem& t = kProblems[step % 3];
   v1::Candidate c = MakeCandidate(100 + step, "embedded");

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,6 +22,10 @@ inline constexpr int64_t kTestStart = 1'790'000'000'000;  // ms since epoch
 // Writes the search into `store` (expected empty). `clock` is the store's
 // clock (StoreOptions::now_unix_ms reads it); it is advanced as rows are written.
 absl::Status WriteTestSearch(Store& store, std::atomic<int64_t>& clock);
+
+// A store at `path` on `clock` with the test search written into it.
+absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& path,
+                                                     std::atomic<int64_t>& clock);
 
 // One more measurement of the test job (a running job progressing), faster by
 // `gain` than the problem's best; returns after storing it.
