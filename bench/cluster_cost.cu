@@ -6,12 +6,13 @@
 // the exit). Each variant runs as a CUDA graph of kNodes launches replayed
 // kReplays times; the table gives µs per kernel (graph node overhead included,
 // the same for every variant), so differences between rows are the cost.
-//   nvcc -O2 -std=c++17 -arch=sm_90a -o cluster_cost cluster_cost.cu
-//   ./cluster_cost [CTAS [SMEM_BYTES]]        (defaults 112 and 212992)
+//   build/bin/bench/anvil-cluster-cost [--ctas 112] [--smem 212992]
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
+
+#include <CLI/CLI.hpp>
 
 #include "cuda_check.h"
 
@@ -88,8 +89,11 @@ double Time(int ctas, int smem, int cluster, int sync) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int ctas = argc > 1 ? std::atoi(argv[1]) : 112;
-  const int smem = argc > 2 ? std::atoi(argv[2]) : 212992;
+  CLI::App app{"cluster_cost: what a thread-block cluster costs a near-empty kernel"};
+  int ctas = 112, smem = 212992;
+  app.add_option("--ctas", ctas, "CTAs per launch")->check(CLI::Range(1, 65536));
+  app.add_option("--smem", smem, "dynamic shared memory bytes per CTA")->check(CLI::Range(0, 232448));
+  CLI11_PARSE(app, argc, argv);
   CHECK(cudaFuncSetAttribute(Probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));

@@ -2,12 +2,16 @@
 // (cudaOccupancyMaxActiveClusters) for a CTA shaped like 03_wgmma_tma's: one CTA
 // per SM (launch bounds 1), `threads` threads and `smem` bytes of dynamic shared
 // memory. Explains waves that a cluster launch adds (SPLIT_REDUCE=1, CLUSTER=2).
-//   nvcc -O2 -arch=sm_90a -o cluster_occupancy cluster_occupancy.cu
-//   ./cluster_occupancy THREADS SMEM_BYTES [THREADS SMEM_BYTES ...]
+//   build/bin/bench/anvil-cluster-occupancy --threads 384 --smem 212992 [--threads T --smem S ...]
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cuda_check.h"
 
 __global__ void __launch_bounds__(384, 1) Probe(int* out) {
   extern __shared__ int smem[];
@@ -15,22 +19,27 @@ __global__ void __launch_bounds__(384, 1) Probe(int* out) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc % 2 == 0) {
-    std::fprintf(stderr, "usage: %s THREADS SMEM_BYTES [THREADS SMEM_BYTES ...]\n", argv[0]);
+  CLI::App app{"cluster_occupancy: clusters of each size the GPU holds at once for a CTA shape"};
+  std::vector<int> threads_list, smem_list;
+  app.add_option("--threads", threads_list, "threads per CTA, one per CTA shape")->required();
+  app.add_option("--smem", smem_list, "dynamic shared memory bytes, one per --threads")->required();
+  CLI11_PARSE(app, argc, argv);
+  if (threads_list.size() != smem_list.size()) {
+    std::fprintf(stderr, "give one --smem per --threads\n");
     return 2;
   }
   int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
+  CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs\n", prop.name, sms);
   std::printf("threads,smem_bytes,cluster,max_active_clusters,ctas\n");
   if (cudaFuncSetAttribute(Probe, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
       cudaSuccess)
     return 1;
-  for (int a = 1; a + 1 < argc; a += 2) {
-    const int threads = std::atoi(argv[a]);
-    const int smem = std::atoi(argv[a + 1]);
+  for (size_t a = 0; a < threads_list.size(); ++a) {
+    const int threads = threads_list[a];
+    const int smem = smem_list[a];
     if (cudaFuncSetAttribute(Probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
         cudaSuccess) {
       std::printf("%d,%d,-,shared memory refused,-\n", threads, smem);

@@ -16,12 +16,9 @@
 //   201 consumer 0: setmaxnreg.inc done    202 producer: setmaxnreg.dec done
 //   205, 206 thread 0: after the mbarrier.inits, after fence.mbarrier_init
 //
-// Build one binary per configuration (the seed's knobs as -D, as the builder
-// passes them), from the repository root:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-//     -Ithird_party/cutlass/include -Ibench -DANVIL_TRACE=1024 -DANVIL_LAYOUT_NT=1 \
-//     -DANVIL_BM=128 -DANVIL_BN=96 -DANVIL_CLUSTER=4 ... -o trace bench/cta_trace.cu
-//   ./trace NAME M N K [reps]
+// CMake builds one binary per line of bench/configs/cta_trace.txt (the seed's
+// knobs as -D, as the builder passes them, and ANVIL_TRACE=1024; bench/CMakeLists.txt):
+//   build/bin/bench/anvil-cta-trace-NAME --shape MxNxK [--reps 20]
 // Only the non-persistent path without split-K is traced.
 #include "../seeds/03_wgmma_tma/kernel.cu"
 
@@ -32,6 +29,7 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "probe_args.h"
 
 namespace {
 
@@ -60,13 +58,15 @@ double Max(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: %s NAME M N K [reps]\n", argv[0]);
-    return 2;
-  }
-  const std::string name = argv[1];
-  const int M = std::atoi(argv[2]), N = std::atoi(argv[3]), K = std::atoi(argv[4]);
-  const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  CLI::App app{"cta_trace: where a compiled-in 03_wgmma_tma configuration's CTAs spend a call"};
+  ProbeShape shape;
+  int reps = 20;
+  std::string name = argv[0];
+  AddShapeOption(app, &shape);
+  app.add_option("--reps", reps, "traced calls")->check(CLI::Range(1, 10000));
+  app.add_option("--name", name, "name printed in the table (default: this program's)");
+  CLI11_PARSE(app, argc, argv);
+  const int M = shape.m, N = shape.n, K = shape.k;
   const size_t a_n = size_t(M) * K, b_n = size_t(N) * K, c_n = size_t(M) * N;
   __half *A, *B, *C;
   void* ws = nullptr;

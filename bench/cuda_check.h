@@ -1,5 +1,5 @@
 // CHECK(call): a CUDA runtime call that must succeed, for the standalone
-// benchmarks in this folder (each one file, built by nvcc alone): on an error
+// benchmarks in this folder (each one file and one target): on an error
 // it prints the call and the error and exits.
 #ifndef ANVIL_BENCH_CUDA_CHECK_H_
 #define ANVIL_BENCH_CUDA_CHECK_H_

@@ -12,12 +12,13 @@
 // (grid-stride, "stride") or one contiguous chunk each ("chunk", as a GEMM CTA
 // streams its own panel). The "empty" row is an empty kernel timed the same way:
 // subtract it for the kernel's own time.
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o dram_read dram_read.cu
-//   ./dram_read
+//   build/bin/bench/anvil-dram-read
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+
+#include <CLI/CLI.hpp>
 
 #include "event_timer.h"
 
@@ -60,7 +61,9 @@ __global__ void __launch_bounds__(kThreads) ReadChunk(const uint4* p, size_t n, 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"dram_read: how fast one kernel reads N bytes"};
+  CLI11_PARSE(app, argc, argv);
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;

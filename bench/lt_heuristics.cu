@@ -3,8 +3,7 @@
 // runner's autotuning (best of the heuristic's top algorithms) can miss an
 // algorithm because the heuristic's answer changes, or because its timing does.
 // Describes the problem as the runner's LtGemm does (C^T = B^T A^T, column-major).
-//   nvcc -O2 -o lt_heuristics lt_heuristics.cu -lcublasLt
-//   ./lt_heuristics M N K nt|nn [queries] [count]
+//   build/bin/bench/anvil-lt-heuristics --shape MxNxK [--layout nt|nn] [--queries 3] [--count 8]
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -17,6 +16,7 @@
 
 #include "cuda_check.h"
 #include "lt_util.h"
+#include "probe_args.h"
 
 // The configuration an algorithm stands for, as cuBLASLt names its parts.
 void Describe(const cublasLtMatmulAlgo_t& a, char* out, size_t n) {
@@ -34,14 +34,17 @@ void Describe(const cublasLtMatmulAlgo_t& a, char* out, size_t n) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: lt_heuristics M N K nt|nn [queries] [count]\n");
-    return 2;
-  }
-  const int m = std::atoi(argv[1]), n = std::atoi(argv[2]), k = std::atoi(argv[3]);
-  const bool nt = std::strcmp(argv[4], "nt") == 0;
-  const int queries = argc > 5 ? std::atoi(argv[5]) : 3;
-  const int count = argc > 6 ? std::atoi(argv[6]) : 8;
+  CLI::App app{"lt_heuristics: cuBLASLt's heuristic answers for one problem, asked several times, each timed"};
+  ProbeShape shape;
+  std::string layout = "nt";
+  int queries = 3, count = 8;
+  AddShapeOption(app, &shape);
+  AddLayoutOption(app, &layout);
+  app.add_option("--queries", queries, "times the heuristic is asked")->check(CLI::Range(1, 100));
+  app.add_option("--count", count, "algorithms asked for")->check(CLI::Range(1, 64));
+  CLI11_PARSE(app, argc, argv);
+  const int m = shape.m, n = shape.n, k = shape.k;
+  const bool nt = layout == "nt";
   const size_t ws_bytes = size_t(64) << 20;
   __half *a, *b, *c;
   void* ws;
@@ -74,7 +77,7 @@ int main(int argc, char** argv) {
     std::vector<cublasLtMatmulHeuristicResult_t> res(count);
     int found = 0;
     LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, count, res.data(), &found));
-    std::printf("%dx%dx%d %s query %d: %d algorithms\n", m, n, k, argv[4], q, found);
+    std::printf("%dx%dx%d %s query %d: %d algorithms\n", m, n, k, layout.c_str(), q, found);
     for (int i = 0; i < found; ++i) {
       char d[160];
       Describe(res[i].algo, d, sizeof(d));

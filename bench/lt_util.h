@@ -1,5 +1,5 @@
 // For the standalone benchmarks in this folder that call cuBLAS or cuBLASLt on
-// fp16 operands (each one file, built by nvcc alone): LT_CHECK, a cuBLAS call
+// fp16 operands (each one file and one target): LT_CHECK, a cuBLAS call
 // that must succeed, and FillHalf, uniform values in [-1, 1) from a hash of the
 // index and a seed (never zeros: they run faster than real data).
 #ifndef ANVIL_BENCH_LT_UTIL_H_

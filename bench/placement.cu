@@ -1,20 +1,19 @@
 // Does a GEMM's speed depend on where its operands lie in memory?
 // The runner keeps one set of operand buffers per problem for its whole process,
 // and some configurations, ours and cuBLASLt's, are bimodal from one process to
-// the next (bench/NOTES.md, session 16). This program allocates SETS separate
+// the next (bench/NOTES.md, "Harness", 2026-11-22). This program allocates SETS separate
 // sets of A, B and C in one process (a spacer allocation of a varying size
 // between sets) and times, on each set, the 03 seed configuration compiled in
-// (-DANVIL_* knobs, as bench/cta_trace.cu) and cuBLASLt's heuristic top
+// (its knobs as -DANVIL_*, as bench/cta_trace.cu) and cuBLASLt's heuristic top
 // algorithm, interleaved set by set and round by round, the inputs rewritten
 // before every call as the runner's device figure has them. Each call is timed
 // alone by events queued behind a spinning kernel (device time plus ~1 µs of
 // events, for both alike). If placement decides the mode, the per-set medians
-// split into groups while each set's own samples agree. VARY names the operands
+// split into groups while each set's own samples agree. --vary names the operands
 // that change from set to set (default "abc"); the others are set 0's.
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-//     -Ithird_party/cutlass/include -Ibench -DANVIL_LAYOUT_NT=1 -DANVIL_BM=128 ... \
-//     -o placement bench/placement.cu -lcublasLt
-//   ./placement NAME M N K [SETS] [ROUNDS] [VARY]
+// CMake builds one binary per line of bench/configs/placement.txt (the seed's
+// knobs as -D, as the builder passes them; bench/CMakeLists.txt):
+//   build/bin/bench/anvil-placement-NAME --shape MxNxK [--sets 6] [--rounds 15] [--vary abc]
 #include "../seeds/03_wgmma_tma/kernel.cu"
 
 #include <cublasLt.h>
@@ -27,6 +26,7 @@
 
 #include "cuda_check.h"
 #include "lt_util.h"
+#include "probe_args.h"
 
 __global__ void SpinFor(long long cycles) {
   const long long start = clock64();
@@ -86,15 +86,18 @@ double Median(std::vector<double> v) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: placement NAME M N K [SETS] [ROUNDS] [VARY]\n");
-    return 2;
-  }
-  const char* name = argv[1];
-  const int m = std::atoi(argv[2]), n = std::atoi(argv[3]), k = std::atoi(argv[4]);
-  const int sets = argc > 5 ? std::atoi(argv[5]) : 6;
-  const int rounds = argc > 6 ? std::atoi(argv[6]) : 15;
-  const std::string vary = argc > 7 ? argv[7] : "abc";
+  CLI::App app{"placement: a compiled-in 03_wgmma_tma configuration and cuBLASLt on several operand sets"};
+  ProbeShape shape;
+  int sets = 6, rounds = 15;
+  std::string vary = "abc", name_flag = argv[0];
+  AddShapeOption(app, &shape);
+  app.add_option("--sets", sets, "operand sets in this process")->check(CLI::Range(1, 64));
+  app.add_option("--rounds", rounds, "timed rounds over the sets")->check(CLI::Range(1, 10000));
+  app.add_option("--vary", vary, "operands that change from set to set (others are set 0's)");
+  app.add_option("--name", name_flag, "name printed in the table (default: this program's)");
+  CLI11_PARSE(app, argc, argv);
+  const char* name = name_flag.c_str();
+  const int m = shape.m, n = shape.n, k = shape.k;
   const size_t na = size_t(m) * k, nb = size_t(n) * k, nc = size_t(m) * n;
   std::vector<Set> s(sets);
   for (int i = 0; i < sets; ++i) {

@@ -11,13 +11,13 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 ANVIL_TEST_CANDIDATES=${ANVIL_TEST_CANDIDATES:-16} ANVIL_TEST_MEASURE_MS=${ANVIL_TEST_MEASURE_MS:-0} \
-  "$build/tests/serve/anvil_test_server" --server-listen 127.0.0.1:0 --server-db "$tmp/anvil.db" \
+  "$build/bin/anvil_test_server" --server-listen 127.0.0.1:0 --server-db "$tmp/anvil.db" \
   --server-port-file "$tmp/port" --jobs-max-active-jobs 1024 2> "$out/serve_bench_server.log" &
 pid=$!
 for _ in $(seq 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 {
   echo "# serve_bench $(date -u +%Y-%m-%d) on $(nproc) CPU cores, $(uname -m); server: anvil_test_server"
   echo "# (FakeEvaluator, ANVIL_TEST_CANDIDATES=${ANVIL_TEST_CANDIDATES:-16} per problem, no measure delay)"
-  "$build/bench/serve_bench" --target "127.0.0.1:$(cat "$tmp/port")" "$@"
+  "$build/bin/bench/anvil-serve-bench" --target "127.0.0.1:$(cat "$tmp/port")" "$@"
 } | tee "$out/serve_bench.txt"
 kill -TERM "$pid"; wait "$pid"

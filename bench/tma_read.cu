@@ -16,8 +16,7 @@
 // two events behind a spinning kernel, median of kReps, after a fill
 // ("written") or a fill and a 256 MiB write ("flushed"); subtract the "empty"
 // row for the kernel's own time.
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o tma_read tma_read.cu
-//   ./tma_read
+//   build/bin/bench/anvil-tma-read
 #include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled types; no -lcuda
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -25,6 +24,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+
+#include <CLI/CLI.hpp>
 
 #include "event_timer.h"
 
@@ -157,7 +158,9 @@ struct Row {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"tma_read: how fast TMA streams a GEMM operand into shared memory"};
+  CLI11_PARSE(app, argc, argv);
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   EventTimer b(size_t(4096) * 14336 * 2, kReps);

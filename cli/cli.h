@@ -1,8 +1,11 @@
 // The anvil command line: one Run<Sub> per subcommand, sharing the global
 // options. Exit codes (documented in README.md):
 //   0 success; 1 Anvil itself failed; 2 bad arguments or input;
-//   3 not possible here (no GPU, piece not built yet); 4 database unusable
-//   (missing, corrupt, newer schema).
+//   3 not possible here (no GPU, piece not built yet, no isolation, a
+//   directory the sandbox cannot reach); 4 database unusable (missing,
+//   corrupt, newer schema); 5 the candidate failed (anvil eval: any verdict
+//   but PASSED -- REJECTED, COMPILE_ERROR, INCORRECT, CRASHED, TIMEOUT,
+//   CHEAT, UNSUPPORTED -- printed with its reason, stored with --db).
 #ifndef ANVIL_CLI_CLI_H_
 #define ANVIL_CLI_CLI_H_
 
@@ -16,11 +19,16 @@
 
 namespace anvil::cli {
 
-enum ExitCode { kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 4 };
+enum ExitCode {
+  kOk = 0, kFailed = 1, kUsage = 2, kUnavailable = 3, kDatabase = 4, kCandidateFailed = 5
+};
 
 struct Globals {
   std::string db = "anvil.db";  // --db, or $ANVIL_DB
   bool json = false;            // --json: machine-readable output on stdout
+  // --allow-no-isolation, or $ANVIL_ALLOW_NO_ISOLATION=1: build and run
+  // untrusted kernels without namespace isolation where the node refuses it.
+  bool allow_no_isolation = false;
   // --server HOST:PORT (or $ANVIL_SERVER): talk to `anvil serve` instead of the store.
   std::string server;
   std::string token_file;       // --token-file; else $ANVIL_AUTH_TOKEN holds the token
@@ -57,11 +65,12 @@ struct OptimizeArgs {
   bool seeds_only = false;          // --seeds-only: stage 0 only
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
-  std::string figure = "device";    // --figure: what a problem's best minimises
+  std::string figure = "graph-cold";  // --figure: what a problem's best minimises
   bool quiet = false;               // --quiet: the summary only
   bool verbose = false;             // --verbose: every line, every measurement
   std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
   bool detach = false;              // --detach: print the job id and leave it running (--server)
+  std::string llm_config;           // --llm FILE: an LLM proposer too (llm/LLM.md)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 // The problems of an optimize command (--shapes, --shape; the development
@@ -78,7 +87,7 @@ int RunReport(const Globals& g, const ReportArgs& a);
 
 struct WatchArgs {
   std::string job;          // the job to follow (default: the store's newest)
-  std::string figure = "device";  // --figure: the summary table's (--server)
+  std::string figure = "graph-cold";  // --figure: the summary table's (--server)
   double interval_s = 1.0;  // --interval: seconds between looks at the store
   bool quiet = false, verbose = false;
 };
@@ -87,6 +96,17 @@ int RunWatch(const Globals& g, const WatchArgs& a);
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
 int RunDoctor(const Globals& g);
+
+struct ExportArgs {
+  std::string gpu;            // --gpu: the device model, as `anvil kernels` names it
+  std::string problems_file;  // --problems FILE ("M N K layout" lines); empty: every winner
+  std::string out_dir;        // --out DIR
+  double margin = 0.02;       // --margin: required win over the best baseline in both regimes
+};
+int RunExport(const Globals& g, const ExportArgs& a);
+// The job's LLM samples as JSON Lines (format "jsonl") to out_path ("" or "-": stdout).
+int RunExportTrajectories(const Globals& g, const std::string& job, const std::string& format,
+                          const std::string& out_path);
 int RunNotYet(const Globals& g, const std::string& what, const std::string& instead);
 
 // Shared output of jobs and kernels (job_output.cc, kernels.cc): local mode
@@ -107,6 +127,7 @@ int RunWatchRemote(const Globals& g, const WatchArgs& a);
 int RunCancel(const Globals& g, const std::string& job_id);
 // anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
 int RunServe(const std::vector<std::string>& args);
+int RunWorker(const std::vector<std::string>& args);
 
 }  // namespace anvil::cli
 

@@ -13,6 +13,8 @@
 #include "cli/cli.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
+#include "server/local_evaluator.h"
+#include "worker/build_cache.h"
 #include "store/store.h"
 #include "worker/toolchain.h"
 
@@ -74,6 +76,34 @@ json DatabaseReport(const std::string& path) {
   return out;
 }
 
+// Which isolation untrusted builds and runs get here, and why; whether the
+// sandbox's uid reaches what it must (bundle, toolchain, build cache).
+json SandboxReport(const Globals& g, const Toolchain& t) {
+  const sandbox::Capabilities& caps = sandbox::Probe();
+  json out = {{"namespaces", caps.namespaces}, {"cgroups", caps.cgroups},
+              {"bwrap", caps.bwrap_path}, {"bwrap_found_by", caps.bwrap_found_by},
+              {"why_not", caps.why_not}, {"job_uid", sandbox::DefaultJobUid()}};
+  if (caps.namespaces) {
+    out["isolation"] = "namespaces";
+    out["isolation_why"] = "bubblewrap (" + caps.bwrap_found_by + ") works here: user, mount, pid, "
+                           "network, ipc and uts namespaces for every build and run";
+  } else if (g.allow_no_isolation) {
+    out["isolation"] = "none";
+    out["isolation_why"] = "namespaces refused (" + caps.why_not + "); --allow-no-isolation: "
+                           "builds and runs get process-level protections only";
+  } else {
+    out["isolation"] = "refused";
+    out["isolation_why"] = "namespaces refused (" + caps.why_not + "); builds and runs will not "
+                           "start (fix the cause, or pass --allow-no-isolation)";
+  }
+  const std::string cache = DefaultBuildCacheDir();
+  absl::Status ready = CheckNodeReady(t, cache, /*allow_no_isolation=*/true);
+  out["build_cache"] = cache;
+  out["reachable"] = ready.ok();
+  if (!ready.ok()) out["reachable_why"] = std::string(ready.message());
+  return out;
+}
+
 json Collect(const Globals& g) {
   json r;
   absl::StatusOr<Toolchain> t = Toolchain::Find();
@@ -94,9 +124,7 @@ json Collect(const Globals& g) {
   r["cublas"] = absl::StrCat(cublas, ".", minor, ".", patch);
   r["cupti"] = CuptiReport();
   r["gpus"] = GpuReport();
-  const sandbox::Capabilities& caps = sandbox::Probe();
-  r["sandbox"] = {{"namespaces", caps.namespaces}, {"cgroups", caps.cgroups},
-                  {"bwrap", caps.bwrap_path}, {"why_not", caps.why_not}};
+  r["sandbox"] = SandboxReport(g, t.ok() ? *t : Toolchain());
   std::string seeds_dir = DefaultSeedsDir(Toolchain::ExecutableDir());
   absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(seeds_dir);
   r["seeds"] = {{"dir", seeds_dir}, {"families", seeds.ok() ? seeds->size() : 0}};
@@ -132,7 +160,10 @@ int RunDoctor(const Globals& g) {
     PrintLine("gpu " + std::to_string(d["ordinal"].get<int>()), d["name"].get<std::string>() + ", sm_" + d["compute_capability"].get<std::string>() + ", " + std::to_string(d["sms"].get<int>()) + " SMs, " + std::to_string(int(d["memory_gib"].get<double>())) + " GiB");
   }
   PrintLine("runner", r.contains("runner") ? r["runner"]["path"].get<std::string>() + (r["runner"]["found"].get<bool>() ? "" : " (missing)") : "?");
-  PrintLine("sandbox", std::string(r["sandbox"]["namespaces"].get<bool>() ? "namespaces" : "no namespaces") + ", " + (r["sandbox"]["cgroups"].get<bool>() ? "cgroups" : "no cgroups") + (r["sandbox"]["why_not"].get<std::string>().empty() ? "" : " (" + r["sandbox"]["why_not"].get<std::string>() + ")"));
+  const json& sb = r["sandbox"];
+  PrintLine("isolation", sb["isolation"].get<std::string>() + ": " + sb["isolation_why"].get<std::string>());
+  PrintLine("sandbox", std::string(sb["namespaces"].get<bool>() ? "namespaces" : "no namespaces") + ", " + (sb["cgroups"].get<bool>() ? "cgroups" : "no cgroups") + "; bwrap " + (sb["bwrap"].get<std::string>().empty() ? "not found" : sb["bwrap"].get<std::string>() + " (" + sb["bwrap_found_by"].get<std::string>() + ")") + (sb["why_not"].get<std::string>().empty() ? "" : " (" + sb["why_not"].get<std::string>() + ")"));
+  PrintLine("jobs", "run as uid " + std::to_string(sb["job_uid"].get<int64_t>()) + "; build cache " + sb["build_cache"].get<std::string>() + (sb["reachable"].get<bool>() ? "" : "\n            NOT USABLE: " + sb["reachable_why"].get<std::string>()));
   PrintLine("seeds", r["seeds"]["dir"].get<std::string>() + " (" + std::to_string(r["seeds"]["families"].get<size_t>()) + " families)");
   const json& db = r["database"];
   PrintLine("database", db["path"].get<std::string>() + (!db["exists"].get<bool>() ? " (not created yet)" : db.contains("error") ? " (" + db["error"].get<std::string>() + ")" : " (schema v" + std::to_string(db["schema_version"].get<int>()) + ", " + std::to_string(db.value("measurements", 0)) + " measurements)"));

@@ -13,7 +13,8 @@
 #include "proto/candidate.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
-#include "server/local_worker.h"
+#include "server/local_evaluator.h"
+#include "store/store.h"
 
 namespace anvil::cli {
 namespace {
@@ -31,11 +32,15 @@ void PrintBuild(const v1::Candidate& c, const v1::Build& b) {
                                  k.registers(), k.shared_bytes(), k.stack_frame_bytes(),
                                  k.spill_store_bytes(), k.spill_load_bytes(), k.kernel());
   }
+  if (b.verdict() != v1::VERDICT_PASSED) {
+    std::cout << "verdict    " << v1::Verdict_Name(b.verdict()) << "\n";
+  }
   if (!b.error().empty()) std::cout << b.error();
 }
 
 void PrintRow(const std::string& name, const v1::Timings& t, double rel_err) {
-  std::cout << absl::StrFormat("  %-20s %9.2f %9.2f %9.2f %9.2f %9.2f   %.2e\n", name,
+  std::cout << absl::StrFormat("  %-20s %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f   %.2e\n", name,
+                               t.graph_cold().median_us(), t.graph_hot().median_us(),
                                t.device().median_us(), t.cold().median_us(), t.warm().median_us(),
                                t.call().median_us(), t.first_call_us(), rel_err);
 }
@@ -71,17 +76,25 @@ void PrintMeasurement(const v1::Measurement& m) {
   std::cout << "verdict    " << v1::Verdict_Name(m.verdict());
   if (!m.reason().empty()) std::cout << " " << m.reason() << ": " << m.detail();
   std::cout << "\n";
+  if (m.time_limit_s() > 0) {
+    std::cout << absl::StrFormat("limits     %.3g s for this problem (%s), output cap %d KiB\n",
+                                 m.time_limit_s(), m.time_limit_basis(), m.output_cap_bytes() / 1024);
+  }
   if (m.verdict() != v1::VERDICT_PASSED) return;
-  std::cout << absl::StrFormat("  %-20s %9s %9s %9s %9s %9s   %s\n", "us (median)", "device", "cold",
-                               "warm", "call", "first", "rel_err");
+  std::cout << absl::StrFormat("  %-20s %10s %9s %9s %9s %9s %9s %9s   %s\n", "us (median)",
+                               "graph-cold", "graph-hot", "device", "cold", "warm", "call", "first",
+                               "rel_err");
   PrintRow("candidate", m.timings(), m.rel_err());
   for (const v1::Baseline& b : m.baselines()) PrintRow(b.name(), b.timings(), b.rel_err());
   std::cout << "speedup vs best baseline:";
-  for (const char* figure : {"device", "cold", "warm", "call"}) {
-    double ours = FigureUs(m.timings(), figure);
-    std::cout << absl::StrFormat("  %s %.3fx", figure, ours > 0 ? BestBaselineUs(m, figure) / ours : 0.0);
+  for (absl::string_view figure : kFigures) {
+    std::cout << absl::StrFormat("  %s %.3fx", figure, SpeedupOverBestBaseline(m, figure));
   }
   std::cout << "\n";
+  if (!m.graph_note().empty()) std::cout << "graph figures: " << m.graph_note() << "\n";
+  std::cout << absl::StrFormat("graph replays: hot %d calls, cold %d calls over %d operand sets\n",
+                               m.timings().graph_calls_hot(), m.timings().graph_calls_cold(),
+                               m.timings().graph_cold_sets());
   std::cout << absl::StrFormat("efficiency %.1f%% of speed-of-light (%.2f us); spread %.1f%%; "
                                "graph capturable: %s; kernels per call: %d\n",
                                100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),
@@ -113,6 +126,60 @@ absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
   return c;
 }
 
+// Measures a candidate on the shapes (nothing for a failed build).
+absl::StatusOr<MeasureResult> MeasureOnce(CandidateEvaluator& evaluator, const v1::Candidate& c,
+                                          const v1::Build& build, const std::vector<v1::Shape>& shapes) {
+  if (build.verdict() != v1::VERDICT_PASSED) return MeasureResult();
+  MeasureRequest r;
+  r.candidate = c;
+  r.build = build;
+  r.shapes = shapes;
+  std::vector<absl::StatusOr<MeasureResult>> out = evaluator.Measure({r});
+  if (out.empty()) return absl::InternalError("the evaluator answered nothing");
+  return out[0];
+}
+
+// `anvil eval --store`: the candidate, its build, its measurements (in no
+// job) and the cuBLASLt choices its runner tuned.
+absl::Status StoreEvaluation(Store& store, const v1::Candidate& c, const v1::Build& build,
+                             const MeasureResult& out) {
+  if (absl::Status st = store.PutCandidate(c); !st.ok()) return st;
+  if (absl::StatusOr<int64_t> id = store.PutBuild(build); !id.ok()) return id.status();
+  if (absl::StatusOr<std::vector<int64_t>> ids = store.PutMeasurements(out.measurements); !ids.ok()) {
+    return ids.status();
+  }
+  for (const v1::LtAlgo& a : out.tuned) {
+    if (out.measurements.empty()) break;
+    const v1::Problem p = MakeProblem(a.gpu(), out.measurements[0].problem().arch(), a.shape(), a.layout());
+    const LtAlgo choice{a.algo(), 0, a.figure().empty() ? "device" : a.figure()};
+    if (absl::Status st = store.PutLtAlgo(p, a.cublas_version(), choice); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+// Prints the outcome (one JSON line per problem with --json, or one for the
+// build when it failed) and returns kCandidateFailed unless everything PASSED.
+int PrintOutcome(const Globals& g, const v1::Candidate& c, const v1::Build& build,
+                 const std::vector<v1::Measurement>& measurements) {
+  bool failed = build.verdict() != v1::VERDICT_PASSED;
+  v1::Kernel k;
+  *k.mutable_candidate() = c;
+  k.mutable_candidate()->clear_source();
+  *k.mutable_build() = build;
+  for (const v1::Measurement& m : measurements) {
+    failed |= m.verdict() != v1::VERDICT_PASSED;
+    if (!g.json) {
+      PrintMeasurement(m);
+      continue;
+    }
+    *k.mutable_measurement() = m;  // one JSON line per problem
+    std::cout << ToJson(k) << "\n";
+  }
+  if (g.json && measurements.empty()) std::cout << ToJson(k) << "\n";
+  if (failed && !g.json) std::cout << "the candidate failed (exit " << kCandidateFailed << ")\n";
+  return failed ? kCandidateFailed : kOk;
+}
+
 }  // namespace
 
 int RunEval(const Globals& g, const EvalArgs& a) {
@@ -130,13 +197,14 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     if (!s.ok()) return Report(s.status(), kDatabase);
     store = std::move(*s);
   }
-  LocalWorkerOptions options;
+  LocalEvaluatorOptions options;
+  options.allow_no_isolation = g.allow_no_isolation;
   options.protocol.set_rounds(a.rounds);
   options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
-  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(options);
-  if (!worker.ok()) return Report(worker.status(), kUnavailable);
-  std::vector<absl::StatusOr<v1::Build>> builds = (*worker)->BuildAll({*c});
+  absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(options);
+  if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
+  std::vector<absl::StatusOr<v1::Build>> builds = (*evaluator)->Build({*c});
   if (!builds[0].ok()) return Report(builds[0].status(), kFailed);
   if (!g.json) PrintBuild(*c, *builds[0]);
   std::string why;
@@ -144,22 +212,12 @@ int RunEval(const Globals& g, const EvalArgs& a) {
     std::cerr << "anvil: built, but cannot measure: " << why << ". " << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
-  absl::StatusOr<CandidateOutcome> out = (*worker)->Measure(*c, *builds[0], shapes, store.get(), std::nullopt);
+  absl::StatusOr<MeasureResult> out = MeasureOnce(**evaluator, *c, *builds[0], shapes);
   if (!out.ok()) return Report(out.status(), kFailed);
-  for (const v1::Measurement& m : out->measurements) {
-    if (!g.json) {
-      PrintMeasurement(m);
-      continue;
-    }
-    v1::Kernel k;  // one JSON line per problem
-    *k.mutable_candidate() = *c;
-    k.mutable_candidate()->clear_source();
-    *k.mutable_build() = out->build;
-    *k.mutable_measurement() = m;
-    std::cout << ToJson(k) << "\n";
+  if (store) {
+    if (absl::Status st = StoreEvaluation(*store, *c, *builds[0], *out); !st.ok()) return Report(st, kDatabase);
   }
-  if (g.json && out->measurements.empty()) std::cout << "{\"build\":{\"verdict\":\"" << v1::Verdict_Name(out->build.verdict()) << "\"}}\n";
-  return kOk;
+  return PrintOutcome(g, *c, *builds[0], out->measurements);
 }
 
 }  // namespace anvil::cli

@@ -11,6 +11,18 @@
 #include "store/store.h"
 
 namespace anvil::cli {
+namespace {
+
+// "1.052x [1.041-1.060] of 3" from the kernel's verified runs by `figure`.
+std::string SpreadText(const v1::Kernel& k, const std::string& figure) {
+  for (const v1::SpeedupSpread& s : k.spreads()) {
+    if (s.figure() != figure) continue;
+    return absl::StrFormat("%.3fx [%.3f-%.3f] of %d", s.median(), s.min(), s.max(), s.runs());
+  }
+  return "-";
+}
+
+}  // namespace
 
 void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, const std::string& figure,
                   const std::string& where) {
@@ -25,15 +37,16 @@ void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, cons
               << ". Run `anvil optimize` on a GPU node to find some.\n";
     return;
   }
-  std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10s %10s %8s\n", "gpu", "shape", "lay",
-                               "kernel", figure + " us", "best base", "speedup");
+  std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10s %10s %8s  %s\n", "gpu", "shape", "lay",
+                               "kernel", figure + " us", "best base", "speedup",
+                               "verified runs: median [min-max] of the speedup");
   for (const v1::Kernel& k : kernels) {
     const v1::Measurement& m = k.measurement();
     double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
-    std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx\n",
+    std::cout << absl::StrFormat("%-18s %-22s %-4s %-44s %10.2f %10.2f %7.3fx  %s\n",
                                  m.problem().gpu(), ShapeName(m.problem().shape()),
                                  LayoutName(m.problem().layout()), k.candidate().name(), ours, base,
-                                 ours > 0 ? base / ours : 0.0);
+                                 ours > 0 ? base / ours : 0.0, SpreadText(k, figure));
   }
 }
 
@@ -46,7 +59,7 @@ int RunKernels(const Globals& g, const std::string& gpu, const std::string& layo
     layout = *l;
   }
   if (!IsFigure(figure)) {
-    return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
+    return Report(absl::InvalidArgumentError("--figure must be one of " + FigureList()), kUsage);
   }
   if (!g.server.empty()) {
     v1::ListKernelsRequest req;

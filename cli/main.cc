@@ -2,19 +2,30 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
   using namespace anvil::cli;
+  // Logs go to stderr: stdout carries the results (--json lines among them).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("anvil"));
   CLI::App app{"Anvil: searches for HGEMM kernels faster than cuBLAS, one shape at a time"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options also after the command: `anvil doctor --json`
   Globals g;
   if (const char* db = std::getenv("ANVIL_DB")) g.db = db;
   app.add_option("--db", g.db, "SQLite store (default: $ANVIL_DB or ./anvil.db)");
   app.add_flag("--json", g.json, "machine-readable output");
+  if (const char* v = std::getenv("ANVIL_ALLOW_NO_ISOLATION")) g.allow_no_isolation = *v && std::string(v) != "0";
+  app.add_flag("--allow-no-isolation", g.allow_no_isolation,
+               "where the node refuses namespaces, build and run untrusted kernels with "
+               "process-level protections only (no private filesystem, network or pids); "
+               "default: refuse (also $ANVIL_ALLOW_NO_ISOLATION=1)");
   if (const char* server = std::getenv("ANVIL_SERVER")) g.server = server;
   app.add_option("--server", g.server,
                  "HOST:PORT of `anvil serve`: optimize, kernels, export, jobs, watch and cancel "
@@ -23,7 +34,8 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", g.tls, "--server speaks TLS (system roots)");
   app.add_option("--tls-ca", g.tls_ca, "PEM roots to trust for --server (implies --tls)");
   app.footer("Exit codes: 0 ok, 1 Anvil failed, 2 bad arguments, 3 not possible here "
-             "(no GPU / not built yet), 4 database unusable.");
+             "(no GPU / not built yet / no isolation), 4 database unusable, 5 the candidate "
+             "failed (its verdict and reason are printed).");
 
   OptimizeArgs opt;
   CLI::App* optimize = app.add_subcommand("optimize", "search kernels for problems and store the winners");
@@ -34,9 +46,12 @@ int main(int argc, char** argv) {
                        "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
   optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
+  optimize->add_option("--llm", opt.llm_config,
+                       "JSON file naming an LLM endpoint that proposes kernels too (llm/LLM.md)");
   optimize->add_option("--curve", opt.curve_file, "write the search curve (best-so-far per problem) as CSV");
   optimize->add_option("--figure", opt.figure,
-                       "what a problem's best minimises: device (default), warm, cold or call");
+                       "what a problem's best minimises: graph-cold (default: CUDA-graph replay "
+                       "with operands streamed from DRAM), graph-hot, device, cold, warm or call");
   optimize->add_option("--request-id", opt.request_id,
                        "with --server: an id making the call idempotent (a retry attaches to the same job)");
   optimize->add_flag("--detach", opt.detach, "with --server: print the job id and leave it running");
@@ -72,11 +87,11 @@ int main(int argc, char** argv) {
                  "after timing, profile one call of it and of the fastest baseline with GPU "
                  "counters (CUPTI; the call is replayed once per pass)");
 
-  std::string gpu, klayout, figure = "device", kjob;
+  std::string gpu, klayout, figure = "graph-cold", kjob;
   CLI::App* kernels = app.add_subcommand("kernels", "list the best verified kernel per problem");
   kernels->add_option("--gpu", gpu, "only this device model");
   kernels->add_option("--layout", klayout, "only nt or nn");
-  kernels->add_option("--figure", figure, "device, warm, cold or call");
+  kernels->add_option("--figure", figure, "graph-cold (default), graph-hot, device, cold, warm or call");
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
   ReportArgs rep;
@@ -88,13 +103,23 @@ int main(int argc, char** argv) {
                      "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
-  anvil::v1::ExportLibraryRequest xreq;
-  CLI::App* xport = app.add_subcommand("export", "build the per-shape kernel library");
-  xport->add_option("--out", *xreq.mutable_output_dir(), "with --server: the folder on the server");
+  std::string tjob, tformat = "jsonl", tout;
+  CLI::App* traj = app.add_subcommand("export-trajectories",
+                                      "a job's LLM prompts, responses, rewards and advantages for RL");
+  traj->add_option("--job", tjob, "the job's id")->required();
+  traj->add_option("--format", tformat, "jsonl (TRL prompt-completion with reward, advantage)");
+  traj->add_option("--out", tout, "output file (default: stdout)");
+  ExportArgs ex;
+  CLI::App* xport = app.add_subcommand("export", "write the kernel package (library, manifest, CMake, Python) for one GPU");
+  xport->add_option("--gpu", ex.gpu, "device model, as `anvil kernels` names it")->required();
+  xport->add_option("--problems", ex.problems_file, "file of 'M N K layout' lines (default: every winner)");
+  xport->add_option("--out", ex.out_dir, "package directory (a previous export there is replaced)")->required();
+  xport->add_option("--margin", ex.margin, "required win over the best baseline in both regimes (default 0.02)")
+      ->check(CLI::Range(0.0, 0.99));
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
   serve->prefix_command();  // its options are its own: server/CONFIG.md
-  CLI::App* worker = app.add_subcommand("worker", "run a GPU worker daemon");
-  worker->allow_extras();
+  CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
+  worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
 
   std::string jstate;
   int jlimit = 50;
@@ -128,8 +153,13 @@ int main(int argc, char** argv) {
   if (*watch) return RunWatch(g, wa);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g);
-  if (*xport && !g.server.empty()) return RunExportRemote(g, xreq);
-  if (*xport) return RunNotYet(g, "export (the per-shape kernel library)", "anvil kernels lists the winners stored so far");
+  if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
+  if (*xport && !g.server.empty()) {
+    anvil::v1::ExportLibraryRequest xreq;
+    xreq.set_output_dir(ex.out_dir);
+    return RunExportRemote(g, xreq);
+  }
+  if (*xport) return RunExport(g, ex);
   if (*serve) {
     std::vector<std::string> args = serve->remaining();
     const bool db_given = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
@@ -138,6 +168,12 @@ int main(int argc, char** argv) {
     }
     return RunServe(args);
   }
-  if (*worker) return RunNotYet(g, "worker (the fleet daemon)", "anvil optimize and anvil eval run a local worker on this node's GPU");
+  if (*worker) {
+    std::vector<std::string> args = worker->remaining();
+    auto given = [&args](const char* flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+    if (!g.server.empty() && !given("--server")) args.insert(args.begin(), {"--server", g.server});
+    if (!g.token_file.empty() && !given("--token-file")) args.insert(args.begin(), {"--token-file", g.token_file});
+    return RunWorker(args);
+  }
   return kUsage;
 }

@@ -1,25 +1,36 @@
 // anvil optimize: search kernels for problems on this node and store the
-// winners (local mode: proposer, builder, runner and store in one process
-// tree). Progress lines go to stdout as they happen; an interrupted or
-// budget-limited run resumes from the store when run again.
+// winners (local mode: the coordinator's JobService in-process, with the
+// embedded proposer and this node's LocalEvaluator). The job's event stream
+// feeds the progress display (cli/progress.h): live on a terminal, plain lines
+// elsewhere. An interrupted or budget-limited run resumes from the store when
+// run again.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/synchronization/notification.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 #include "seeds/seeds.h"
-#include "server/search.h"
+#include "server/job_service.h"
+#include "server/local_evaluator.h"
+#include "server/proposers/embedded/embedded_proposer.h"
+#include "server/proposers/embedded/search.h"
+#include "server/proposers/llm/bandit_policy.h"
+#include "server/proposers/llm/llm_proposer.h"
+#include "prompts/prompts.h"
 
 namespace anvil::cli {
 namespace {
@@ -62,52 +73,124 @@ absl::Status WriteCurve(const std::string& path, const std::string& figure,
   return absl::OkStatus();
 }
 
-// The search's lines as display events (until the search emits events itself).
+// The prompts beside the executable (bundle), else ANVIL_PROMPTS_DIR or the source tree's.
+std::string PromptsDir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return DefaultPromptsDir(ec ? "." : exe.parent_path().string());
+}
+
+// The in-process coordinator of local mode: the embedded proposer, this
+// node's evaluator, the store; `result` receives the search's own summary.
+absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
+    Store& store, CandidateEvaluator& evaluator, const std::vector<SeedFamily>& seeds,
+    const OptimizeArgs& a, int build_jobs, std::shared_ptr<std::optional<SearchResult>> result) {
+  JobServiceOptions o;
+  o.store = &store;
+  o.evaluator = &evaluator;
+  o.default_figure = a.figure;
+  o.build_chunk = std::max(8, 2 * build_jobs);
+  o.proposers = [&seeds, &store, a, o_chunk = o.build_chunk, result](const v1::OptimizeKernelRequest&)
+      -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
+    EmbeddedProposerOptions e;
+    e.seeds = seeds;
+    e.search.budget_seconds = a.budget_minutes * 60;
+    e.search.seeds_only = a.seeds_only;
+    e.search.transfer_from = a.transfer_from;
+    e.search.figure = a.figure;
+    e.search.build_chunk = o_chunk;
+    e.progress = [](const std::string& line) { std::cout << "  " << line << "\n" << std::flush; };
+    e.on_done = [result](const absl::StatusOr<SearchResult>& r) {
+      if (r.ok()) *result = *r;
+    };
+    std::vector<std::unique_ptr<Proposer>> out;
+    out.push_back(std::make_unique<EmbeddedProposer>(std::move(e)));
+    if (!a.llm_config.empty()) {
+      absl::StatusOr<std::unique_ptr<Proposer>> llm = LlmProposerFromConfig(a.llm_config, store, PromptsDir());
+      if (!llm.ok()) return llm.status();
+      out.push_back(std::move(*llm));
+    }
+    return out;
+  };
+  // With a model beside the embedded search, the budget follows what pays.
+  if (!a.llm_config.empty()) o.share_policy = [] { return MakeBanditSharePolicy(); };
+  return JobService::Create(std::move(o));
+}
+
+// The embedded search's own lines as display events (it prints its new bests
+// and failed builds itself; the job's events carry the totals).
 ProgressEvent::Kind KindOfSearchLine(const std::string& line) {
   if (absl::StrContains(line, " did not build")) return ProgressEvent::Kind::kBuildFailed;
   if (absl::StrContains(line, "x -> ")) return ProgressEvent::Kind::kNewBest;
   return ProgressEvent::Kind::kLog;
 }
 
-// Feeds the display: the search's lines as they come, and (on a terminal) a
-// tick a second with the job's totals read from the store.
-class OptimizeProgress {
+// Feeds the display from the job's event stream (JobService::WatchJob), with
+// the lines the proposers write to stdout drawn above the live block, and on
+// a terminal a tick a second that moves the clock between events.
+class LocalProgress {
  public:
-  OptimizeProgress(Store& store, std::string job_id, std::string figure, int problems,
-                   double budget_s, DisplayOptions options)
-      : store_(store), job_id_(std::move(job_id)), figure_(std::move(figure)), problems_(problems),
-        budget_s_(budget_s), display_(std::cout, options), start_(std::chrono::steady_clock::now()) {
+  explicit LocalProgress(DisplayOptions options)
+      : terminal_(std::cout.rdbuf()), display_(terminal_, options) {
+    lines_.emplace([this](const std::string& line) { OnLine(line); });
     if (options.live) ticker_ = std::thread([this] {
-      while (!done_.WaitForNotificationWithTimeout(absl::Seconds(1))) Emit(ProgressEvent::Kind::kTick, "");
+      while (!done_.WaitForNotificationWithTimeout(absl::Seconds(1))) Tick();
     });
   }
-  ~OptimizeProgress() { Stop(); }
+  ~LocalProgress() { Stop(); }
   void Stop() {
     if (!done_.HasBeenNotified()) done_.Notify();
     if (ticker_.joinable()) ticker_.join();
+    lines_.reset();  // stdout is stdout again
     display_.Finish();
   }
-  void Emit(ProgressEvent::Kind kind, const std::string& message) {
-    ProgressEvent e;
-    e.kind = kind;
-    e.message = message;
-    e.job_id = job_id_;
-    e.problems_total = problems_;
-    e.budget_s = budget_s_;
-    e.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (absl::StatusOr<JobActivity> a = store_.GetJobActivity(job_id_, figure_); a.ok()) {
-      FillFromActivity(*a, problems_, e);
+  void OnEvent(const JobEvent& event) {
+    ProgressEvent e = FromJobEvent(event);
+    const bool own_line = event.proposer == "embedded" && (event.kind == JobEventKind::kNewBest ||
+                                                           event.kind == JobEventKind::kBuildFailed);
+    if (own_line) e.kind = ProgressEvent::Kind::kTick;
+    {
+      absl::MutexLock lock(&mu_);
+      if (event.usage.by_proposer.empty()) KeepTotals(e);
+      last_ = e;
+      last_at_ = absl::Now();
     }
     display_.Handle(e);
   }
 
  private:
-  Store& store_;
-  const std::string job_id_, figure_;
-  const int problems_;
-  const double budget_s_;
+  // A state change from the service itself carries the stored job, not the
+  // run's usage: the totals seen so far stay on screen.
+  void KeepTotals(ProgressEvent& e) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    e.builds = last_.builds;
+    e.build_failures = last_.build_failures;
+    e.measurements = last_.measurements;
+    if (e.elapsed_s == 0) e.elapsed_s = last_.elapsed_s;
+    if (e.problems_measured == 0 && last_.problems_measured > 0) {
+      e.problems_measured = last_.problems_measured;
+      e.best = last_.best;
+    }
+  }
+  void OnLine(const std::string& line) { Send(KindOfSearchLine(line), line); }
+  void Tick() { Send(ProgressEvent::Kind::kTick, ""); }
+  void Send(ProgressEvent::Kind kind, const std::string& line) {
+    ProgressEvent e;
+    {
+      absl::MutexLock lock(&mu_);
+      e = last_;
+      if (e.state == "running") e.elapsed_s += absl::ToDoubleSeconds(absl::Now() - last_at_);
+    }
+    e.kind = kind;
+    e.message = line;
+    display_.Handle(e);
+  }
+
+  std::ostream terminal_;  // the real stdout
   ProgressDisplay display_;
-  const std::chrono::steady_clock::time_point start_;
+  absl::Mutex mu_;
+  ProgressEvent last_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_at_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  std::optional<StdoutLines> lines_;
   absl::Notification done_;
   std::thread ticker_;
 };
@@ -136,7 +219,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
   if (!problems.ok()) return Report(problems.status(), kUsage);
   if (!IsFigure(a.figure)) {
-    return Report(absl::InvalidArgumentError("--figure must be device, warm, cold or call"), kUsage);
+    return Report(absl::InvalidArgumentError("--figure must be one of " + FigureList()), kUsage);
   }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db);
   if (!store.ok()) return Report(store.status(), kDatabase);
@@ -147,59 +230,57 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
               << NoGpuAdvice() << "\n";
     return kUnavailable;
   }
-  LocalWorkerOptions wo;
+  LocalEvaluatorOptions wo;
+  wo.allow_no_isolation = g.allow_no_isolation;
   wo.build_jobs = a.build_jobs > 0 ? a.build_jobs
                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
-  absl::StatusOr<std::unique_ptr<LocalWorker>> worker = LocalWorker::Create(wo);
-  if (!worker.ok()) return Report(worker.status(), kUnavailable);
+  absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(wo);
+  if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
   absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(DefaultSeedsDir(Toolchain::ExecutableDir()));
   if (!seeds.ok()) return Report(seeds.status(), kFailed);
-  std::string job_id = absl::StrCat("job-", std::chrono::system_clock::now().time_since_epoch().count());
+  auto result = std::make_shared<std::optional<SearchResult>>();
+  absl::StatusOr<std::unique_ptr<JobService>> service =
+      LocalJobService(**store, **evaluator, *seeds, a, wo.build_jobs, result);
+  if (!service.ok()) return Report(service.status(), kFailed);
   v1::OptimizeKernelRequest req;
   req.set_proposer("embedded");
   req.set_reward_figure(a.figure);
+  req.mutable_budget()->set_max_wall_seconds(a.budget_minutes * 60);
   for (const ShapeSpec& s : *problems) {
     v1::Problem* p = req.add_problems();
     *p->mutable_shape() = s.shape;
     p->set_layout(s.layout);
-    p->set_dtype(v1::DTYPE_F16_F32ACC);
   }
-  if (absl::Status st = (*store)->CreateJob(job_id, req); !st.ok()) return Report(st, kDatabase);
-  (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_RUNNING);
+  absl::StatusOr<v1::Job> job = (*service)->CreateJob(req);
+  if (!job.ok()) return Report(job.status(), kDatabase);
   if (!a.quiet) {
     std::cout << absl::StrFormat(
         "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
         "%d nvcc jobs\n",
-        job_id, problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+        job->id(), problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
   }
-  SearchOptions so;
-  so.budget_seconds = a.budget_minutes * 60;
-  so.seeds_only = a.seeds_only;
-  so.transfer_from = a.transfer_from;
-  so.figure = a.figure;
-  so.build_chunk = std::max(8, 2 * wo.build_jobs);
-  OptimizeProgress progress(**store, job_id, a.figure, static_cast<int>(problems->size()),
-                            so.budget_seconds, StdoutDisplayOptions(a.quiet, a.verbose));
-  absl::StatusOr<SearchResult> r =
-      RunSearch(*seeds, *problems, job_id, **worker, **store, so,
-                [&progress](const std::string& line) { progress.Emit(KindOfSearchLine(line), "  " + line); });
+  LocalProgress progress(StdoutDisplayOptions(a.quiet, a.verbose));
+  absl::StatusOr<std::unique_ptr<Watch>> watch =
+      (*service)->WatchJob(job->id(), [&progress](const JobEvent& e) { progress.OnEvent(e); });
+  absl::StatusOr<v1::Job> done = (*service)->RunJob(job->id());
+  if (watch.ok()) watch->reset();
   progress.Stop();
-  if (!r.ok()) {
-    (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_FAILED, std::string(r.status().message()));
-    return Report(r.status(), kFailed);
+  if (!done.ok()) return Report(done.status(), kFailed);
+  if (done->state() != v1::JOB_STATE_SUCCEEDED || !result->has_value()) {
+    return Report(absl::InternalError(done->error().empty() ? "the search did not finish" : done->error()), kFailed);
   }
-  (void)(*store)->UpdateJobState(job_id, v1::JOB_STATE_SUCCEEDED);
+  const SearchResult* r = &**result;
   if (!a.curve_file.empty()) {
     if (absl::Status st = WriteCurve(a.curve_file, a.figure, r->curve); !st.ok()) return Report(st, kFailed);
   }
   const double minutes = std::max(r->wall_seconds, 1.0) / 60;
   std::cout << absl::StrFormat(
-      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min, %.0f s building, %.0f s of it "
-      "not hidden by measuring), %d measurements (%.1f/min, %.0f s measuring)\n"
+      "done in %.1f min%s: %d candidates built (%d failed; %.1f/min), %d measurements (%.1f/min; "
+      "%.0f s building and measuring, %.0f s on the GPU)\n"
       "best verified per problem (%s time):\n",
       minutes, r->budget_exhausted ? " (budget spent: rerun to resume)" : "", r->candidates_built,
-      r->build_failures, r->candidates_built / minutes, r->build_seconds, r->build_wait_seconds,
-      r->measurements, r->measurements / minutes, r->measure_seconds, a.figure);
+      r->build_failures, r->candidates_built / minutes, r->measurements, r->measurements / minutes,
+      r->measure_seconds, done->gpu_seconds(), a.figure);
   double log_sum = 0;
   int n = 0;
   for (const v1::ProblemProgress& p : r->problems) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -161,6 +162,63 @@ ProgressEvent FromJobProgress(const v1::JobProgress& p, double budget_s) {
                       pp.speedup()});
   }
   return e;
+}
+
+ProgressEvent FromJobEvent(const JobEvent& ev) {
+  using K = ProgressEvent::Kind;
+  v1::JobProgress p;  // the same fields as the stream's, then the usage on top
+  *p.mutable_job() = ev.job;
+  p.set_message(ev.message);
+  p.set_event(JobEventKindName(ev.kind));
+  ProgressEvent e = FromJobProgress(p, ev.usage.max_wall_seconds);
+  if (ev.kind == JobEventKind::kProblemDone) e.kind = K::kLog;
+  if (ev.usage.wall_seconds > 0) e.elapsed_s = ev.usage.wall_seconds;
+  e.measurements = ev.usage.candidates;
+  for (const auto& [name, u] : ev.usage.by_proposer) {
+    e.builds += u.built;
+    e.build_failures += u.build_failures;
+  }
+  return e;
+}
+
+StdoutLines::StdoutLines(std::function<void(const std::string&)> line)
+    : line_(std::move(line)), stdout_buf_(std::cout.rdbuf()) {
+  std::cout.flush();
+  std::cout.rdbuf(this);
+}
+
+StdoutLines::~StdoutLines() {
+  std::cout.rdbuf(stdout_buf_);
+  absl::MutexLock lock(&mu_);
+  if (!pending_.empty()) line_(pending_);
+}
+
+int StdoutLines::overflow(int c) {
+  if (c == traits_type::eof()) return traits_type::not_eof(c);
+  const char ch = static_cast<char>(c);
+  Put(&ch, 1);
+  return c;
+}
+
+std::streamsize StdoutLines::xsputn(const char* s, std::streamsize n) {
+  Put(s, n);
+  return n;
+}
+
+void StdoutLines::Put(const char* s, std::streamsize n) {
+  std::vector<std::string> lines;
+  {
+    absl::MutexLock lock(&mu_);
+    for (std::streamsize i = 0; i < n; ++i) {
+      if (s[i] != '\n') {
+        pending_.push_back(s[i]);
+        continue;
+      }
+      lines.push_back(std::move(pending_));
+      pending_.clear();
+    }
+  }
+  for (const std::string& l : lines) line_(l);  // outside the lock: the display has its own
 }
 
 }  // namespace anvil::cli

@@ -8,8 +8,10 @@
 // measurement.
 //
 // It takes structured events (ProgressEvent), whoever produces them: the
-// search's lines and the store's view of the job (JobActivity), or the
-// coordinator's job events.
+// coordinator's job events (JobService::WatchJob in-process, or the
+// OptimizeKernel/WatchJob stream of a server), or the store's view of a job
+// (JobActivity). Lines other code writes to std::cout while the block is
+// drawn go above it through StdoutLines (as rich's Live redirects stdout).
 //
 // Thread-safety: Handle and Finish may be called from any thread; they
 // serialise on an internal mutex.
@@ -17,7 +19,9 @@
 #define ANVIL_CLI_PROGRESS_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
+#include <streambuf>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "anvil/v1/kernel_search.pb.h"
+#include "server/job_events.h"
 #include "store/records.h"
 
 namespace anvil::cli {
@@ -91,6 +96,32 @@ void FillFromActivity(const JobActivity& activity, int problems_total, ProgressE
 // ("state", "new_best", ...), line and the job's totals. Builds are not in
 // the stream; measurements are the candidates tried over the problems.
 ProgressEvent FromJobProgress(const v1::JobProgress& progress, double budget_s);
+
+// A JobService event (in-process): its kind, line (indented) and the job's
+// totals from its usage (builds, failures, measurements, wall time and the
+// wall budget in force).
+ProgressEvent FromJobEvent(const JobEvent& event);
+
+// While alive, std::cout's lines go to `line` instead (a partial last line
+// too, when it ends); restores std::cout when destroyed. The display writes
+// to a stream made on std::cout.rdbuf() before this is constructed.
+// Thread-safety: writers to std::cout are serialised by an internal mutex;
+// construct and destroy on one thread with no writer running.
+class StdoutLines : private std::streambuf {
+ public:
+  explicit StdoutLines(std::function<void(const std::string&)> line);
+  ~StdoutLines() override;
+
+ private:
+  int overflow(int c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  void Put(const char* s, std::streamsize n);
+
+  std::function<void(const std::string&)> line_;
+  std::streambuf* const stdout_buf_;
+  absl::Mutex mu_;
+  std::string pending_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace anvil::cli
 

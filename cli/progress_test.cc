@@ -2,7 +2,10 @@
 // redrawn in place on one, --quiet and --verbose, colour only when asked.
 #include "cli/progress.h"
 
+#include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -91,6 +94,62 @@ TEST(ProgressDisplayTest, StdoutThatIsNotATerminalIsPlain) {
   EXPECT_FALSE(o.color);
   EXPECT_EQ(o.verbosity, 2);
   EXPECT_EQ(StdoutDisplayOptions(true, false).verbosity, 0);
+}
+
+TEST(ProgressDisplayTest, JobEventsCarryTheRunsTotals) {
+  JobEvent ev;
+  ev.kind = JobEventKind::kProblemDone;
+  ev.message = "16x4096x4096 nt done (plateau)";
+  ev.job.set_id("job-9");
+  ev.job.set_state(v1::JOB_STATE_RUNNING);
+  for (double speedup : {1.25, 0.0}) {
+    v1::ProblemProgress* p = ev.job.add_problems();
+    p->mutable_problem()->mutable_shape()->set_m(16);
+    p->mutable_problem()->mutable_shape()->set_n(4096);
+    p->mutable_problem()->mutable_shape()->set_k(4096);
+    p->set_candidates_tried(speedup > 0 ? 40 : 0);
+    p->set_speedup(speedup);
+  }
+  ev.usage.wall_seconds = 90;
+  ev.usage.max_wall_seconds = 600;
+  ev.usage.candidates = 40;
+  ev.usage.by_proposer["embedded"].built = 30;
+  ev.usage.by_proposer["embedded"].build_failures = 2;
+  ev.usage.by_proposer["llm"].built = 5;
+  ev.usage.by_proposer["llm"].build_failures = 1;
+  ProgressEvent e = FromJobEvent(ev);
+  EXPECT_EQ(e.kind, Kind::kLog);  // a problem stopping is a line for a person
+  EXPECT_EQ(e.message, "  16x4096x4096 nt done (plateau)");
+  EXPECT_EQ(e.job_id, "job-9");
+  EXPECT_EQ(e.state, "running");
+  EXPECT_EQ(e.elapsed_s, 90);
+  EXPECT_EQ(e.budget_s, 600);
+  EXPECT_EQ(e.builds, 35);
+  EXPECT_EQ(e.build_failures, 3);
+  EXPECT_EQ(e.measurements, 40);
+  EXPECT_EQ(e.problems_total, 2);
+  EXPECT_EQ(e.problems_measured, 1);
+  ASSERT_EQ(e.best.size(), 2u);
+  EXPECT_DOUBLE_EQ(e.best[0].second, 1.25);
+  ev.kind = JobEventKind::kMeasured;
+  EXPECT_EQ(FromJobEvent(ev).kind, Kind::kMeasured);
+  ev.kind = JobEventKind::kNewBest;
+  EXPECT_EQ(FromJobEvent(ev).kind, Kind::kNewBest);
+}
+
+TEST(ProgressDisplayTest, StdoutLinesGoAboveTheBlock) {
+  std::vector<std::string> lines;
+  std::ostringstream replaced;
+  std::streambuf* real = std::cout.rdbuf(replaced.rdbuf());  // this test's own stdout
+  {
+    StdoutLines capture([&lines](const std::string& l) { lines.push_back(l); });
+    std::cout << "  [seeds] 12 configurations\n" << "  half";
+    std::cout << " a line\n" << std::flush << "no newline";
+  }
+  std::cout << "after\n";
+  std::cout.rdbuf(real);
+  EXPECT_EQ(lines, (std::vector<std::string>{"  [seeds] 12 configurations", "  half a line", "no newline"}));
+  EXPECT_EQ(replaced.str(), "after\n");  // stdout is restored
 }
 
 }  // namespace

@@ -3,11 +3,16 @@
 #include "cli/cli.h"
 #include "server/rpc/serve_main.h"
 #include "server/rpc/local_components.h"
+#include "worker/fleet/worker_main.h"
 
 namespace anvil::cli {
 
 int RunServe(const std::vector<std::string>& args) {
   return ServeMain(args, LocalServeComponents(), "anvil serve");
+}
+
+int RunWorker(const std::vector<std::string>& args) {
+  return WorkerMain(args, LocalWorkerComponents(), "anvil worker");
 }
 
 }  // namespace anvil::cli

@@ -28,6 +28,15 @@ absl::StatusOr<std::string> LoadPrompt(const std::string& dir, const std::string
   return ss.str();
 }
 
+absl::StatusOr<std::string> PromptsVersion(const std::string& dir) {
+  std::ifstream in(dir + "/VERSION");
+  std::string version;
+  if (!in || !std::getline(in, version) || version.empty()) {
+    return absl::NotFoundError(absl::StrCat("no prompt version in ", dir, "/VERSION"));
+  }
+  return version;
+}
+
 absl::StatusOr<std::string> RenderPrompt(const std::string& text,
                                          const std::map<std::string, std::string>& values) {
   std::string out;

@@ -16,15 +16,22 @@ TEST(RenderPrompt, RefusesHoles) {
   EXPECT_FALSE(RenderPrompt("{{open", {}).ok());
 }
 
-TEST(LoadPrompt, TheProposalTemplateRendersWithItsFields) {
-  absl::StatusOr<std::string> t = LoadPrompt(ANVIL_PROMPTS_DIR_FOR_TEST, "propose_kernel");
-  ASSERT_TRUE(t.ok()) << t.status();
-  std::map<std::string, std::string> v;
-  for (const char* k : {"gpu", "arch", "b_operand", "m", "n", "k", "layout", "hardware",
-                        "best_speedup", "figure", "best_source", "contrastive", "repair"}) {
-    v[k] = "x";
+TEST(LoadPrompt, EveryTemplateRendersWithItsFields) {
+  const std::map<std::string, std::vector<const char*>> fields = {
+      {"system", {"gpu", "arch", "sm_count", "device_facts"}},
+      {"task", {"b_operand", "m", "n", "k", "layout", "figure", "best"}},
+      {"contrastive", {"exemplars"}},
+      {"repair", {"name", "failure", "log"}}};
+  for (const auto& [name, keys] : fields) {
+    absl::StatusOr<std::string> t = LoadPrompt(ANVIL_PROMPTS_DIR_FOR_TEST, name);
+    ASSERT_TRUE(t.ok()) << t.status();
+    std::map<std::string, std::string> v;
+    for (const char* k : keys) v[k] = "x";
+    EXPECT_TRUE(RenderPrompt(*t, v).ok()) << name;
   }
-  EXPECT_TRUE(RenderPrompt(*t, v).ok());
+  absl::StatusOr<std::string> version = PromptsVersion(ANVIL_PROMPTS_DIR_FOR_TEST);
+  ASSERT_TRUE(version.ok());
+  EXPECT_FALSE(version->empty());
 }
 
 }  // namespace

@@ -62,9 +62,23 @@ absl::StatusOr<json> JobJson(Store& store, const v1::Job& job, int64_t now) {
               {"failed_builds", a.failed_builds}, {"problems", ProblemsJson(job, a)}};
 }
 
+// The fleet's leases as the store holds them (a GPU slot's measure task or a build slot's build).
+absl::StatusOr<std::vector<LeaseInfo>> StoredLeases(Store& store) {
+  absl::StatusOr<std::vector<TaskRecord>> tasks = store.ListTasks("leased");
+  if (!tasks.ok()) return tasks.status();
+  std::vector<LeaseInfo> leases;
+  for (const TaskRecord& t : *tasks) {
+    leases.push_back({t.lease_owner, t.lease_slot, t.job_id, t.candidate_id, t.updated_unix_ms,
+                      t.lease_expires_unix_ms});
+  }
+  return leases;
+}
+
 json WorkersJson(const StatusSnapshot& snap, const std::vector<WorkerRecord>& workers, int64_t now) {
   json out = json::array();
   for (const WorkerRecord& w : workers) {
+    int builds = 0;  // build-slot leases (no GPU)
+    for (const LeaseInfo& l : snap.leases) builds += l.worker_id == w.id && l.gpu_ordinal < 0;
     json gpus = json::array();
     for (const v1::GpuInfo& g : w.gpus) {
       json lease = nullptr;
@@ -80,8 +94,9 @@ json WorkersJson(const StatusSnapshot& snap, const std::vector<WorkerRecord>& wo
     const double silent = (now - w.last_heartbeat_unix_ms) / 1000.0;
     out.push_back({{"id", w.id}, {"hostname", w.hostname}, {"state", w.state},
                    {"versions", w.versions}, {"heartbeat_age_s", silent},
-                   {"healthy", w.state == "alive" && silent <= snap.heartbeat_timeout_s},
-                   {"gpus", gpus}});
+                   {"healthy", w.state == "alive" && w.quarantine_reason.empty() &&
+                                   silent <= snap.heartbeat_timeout_s},
+                   {"quarantine", w.quarantine_reason}, {"build_leases", builds}, {"gpus", gpus}});
   }
   return out;
 }
@@ -158,13 +173,19 @@ absl::StatusOr<json> BuildStatusModel(Store& store, const StatusSnapshot& snapsh
     if (!stored.ok()) return stored.status();
     workers = *std::move(stored);
   }
+  StatusSnapshot snap = snapshot;
+  if (snap.leases.empty()) {
+    absl::StatusOr<std::vector<LeaseInfo>> stored = StoredLeases(store);
+    if (!stored.ok()) return stored.status();
+    snap.leases = *std::move(stored);
+  }
   json model = {{"now_unix_ms", now}, {"jobs", json::array()}};
   for (const v1::Job& job : jobs) {
     absl::StatusOr<json> j = JobJson(store, job, now);
     if (!j.ok()) return j.status();
     model["jobs"].push_back(*std::move(j));
   }
-  model["workers"] = WorkersJson(snapshot, workers, now);
+  model["workers"] = WorkersJson(snap, workers, now);
   absl::StatusOr<json> winners = WinnersJson(store, options.max_winners);
   if (!winners.ok()) return winners.status();
   model["winners"] = *std::move(winners);

@@ -26,7 +26,8 @@
 
 namespace anvil::report {
 
-// A lease: one GPU slot of a worker busy with one candidate.
+// A lease: one slot of a worker busy with one candidate (a GPU ordinal for a
+// measurement, -1 for a build).
 struct LeaseInfo {
   std::string worker_id;
   int32_t gpu_ordinal = 0;
@@ -40,7 +41,7 @@ struct LeaseInfo {
 struct StatusSnapshot {
   std::vector<v1::Job> jobs;            // empty: the store's latest jobs
   std::vector<WorkerRecord> workers;    // empty: the store's workers
-  std::vector<LeaseInfo> leases;
+  std::vector<LeaseInfo> leases;        // empty: the store's leased tasks (the fleet's queue)
   int64_t now_unix_ms = 0;              // 0: the system clock
   double heartbeat_timeout_s = 30;      // a worker silent this long is unhealthy
 };

@@ -62,6 +62,43 @@ TEST_F(StatusTest, ModelShowsTheRunningJobWorkersLeasesAndWinners) {
   EXPECT_FALSE((*BuildStatusModel(*store_, late))["workers"][0]["healthy"].get<bool>());
 }
 
+TEST_F(StatusTest, LeasesAndQuarantineComeFromTheFleetsStore) {
+  TaskRecord measure;
+  measure.id = "task-m";
+  measure.kind = "measure";
+  measure.job_id = testing::kTestJob;
+  measure.candidate_id = "cand-0123";
+  measure.gpu = testing::kTestGpu;
+  measure.payload = "m";
+  TaskRecord build = measure;
+  build.id = "task-b";
+  build.kind = "build";
+  build.gpu = "";
+  build.payload = "b";
+  ASSERT_TRUE(store_->EnqueueTask(measure).ok());
+  ASSERT_TRUE(store_->EnqueueTask(build).ok());
+  TaskLeaseRequest gpu_slot{"worker-test-1", 0, std::string(testing::kTestGpu), false, 30000};
+  TaskLeaseRequest build_slot{"worker-test-1", -1, "", true, 30000};
+  for (const TaskLeaseRequest& slot : {gpu_slot, build_slot}) {
+    absl::StatusOr<std::optional<TaskRecord>> lease = store_->LeaseTask(slot);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    ASSERT_TRUE(lease->has_value()) << "nothing leased for slot " << slot.slot;
+  }
+  StatusSnapshot s;
+  s.now_unix_ms = clock_ + 1000;
+  json m = *BuildStatusModel(*store_, s);
+  const json& worker = m["workers"][0];
+  EXPECT_EQ(worker["build_leases"], 1);
+  ASSERT_FALSE(worker["gpus"][0]["lease"].is_null()) << worker.dump();
+  EXPECT_EQ(worker["gpus"][0]["lease"]["candidate"], "cand-0123");
+  EXPECT_EQ(worker["gpus"][0]["lease"]["job"], testing::kTestJob);
+  EXPECT_TRUE(worker["healthy"].get<bool>());
+  ASSERT_TRUE(store_->RecordWorkerRun("worker-test-1", "measure", 1.0, true, "driver error", 1).ok());
+  const json q = BuildStatusModel(*store_, s)->at("workers")[0];
+  EXPECT_FALSE(q["healthy"].get<bool>());
+  EXPECT_EQ(q["quarantine"], "driver error");
+}
+
 TEST_F(StatusTest, ProgressShowsOnTheNextPoll) {
   StatusSnapshot s = Snapshot();
   const double before = (*BuildStatusModel(*store_, s))["jobs"][0]["problems"][1]["best_speedup"];

@@ -30,35 +30,17 @@ std::string Kind(v1::Verdict v) {
 
 }  // namespace
 
-bool IsFigure(const std::string& f) {
-  return f == "device" || f == "warm" || f == "cold" || f == "call";
-}
-
-double BestBaselineUs(const v1::Measurement& m, const std::string& figure) {
-  double best = 0;
-  for (const v1::Baseline& b : m.baselines()) {
-    double v = FigureUs(b.timings(), figure);
-    if (v > 0 && (best == 0 || v < best)) best = v;
-  }
-  return best;
-}
-
-double FigureUs(const v1::Timings& t, const std::string& figure) {
-  if (figure == "warm") return t.warm().median_us();
-  if (figure == "cold") return t.cold().median_us();
-  if (figure == "call") return t.call().median_us();
-  return t.device().median_us();
-}
-
 absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::string& figure) {
   if (!IsFigure(figure)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown reward figure '", figure, "'"));
   }
   if (m.verdict() != v1::VERDICT_PASSED) return RewardValue{FailurePenalty(m.verdict()), Kind(m.verdict()), 0};
   double ours = FigureUs(m.timings(), figure), base = BestBaselineUs(m, figure);
-  if (ours <= 0 || base <= 0) {
-    return absl::FailedPreconditionError("a passed measurement needs candidate and baseline timings");
-  }
+  // Correct, but with no speed by this figure (a call that cannot be captured
+  // in a graph): ranked with the candidates that declined the problem. No
+  // baseline by the figure: no speed to compare, so nothing earned or lost.
+  if (ours <= 0) return RewardValue{FailurePenalty(v1::VERDICT_UNSUPPORTED), "no_figure", 0};
+  if (base <= 0) return RewardValue{0, "no_baseline", 0};
   double speedup = base / ours;
   return RewardValue{std::log2(speedup), "speedup", speedup};
 }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "anvil/v1/types.pb.h"
+#include "proto/figures.h"
 
 namespace anvil {
 
@@ -18,16 +19,13 @@ struct RewardValue {
   double speedup = 0;   // best baseline / candidate, when correct
 };
 
-// figure: "device" (default), "warm", "cold" or "call".
+// figure: one of proto/figures.h (IsFigure). A passed measurement without
+// that figure (a call that cannot be captured in a graph, ranked by a graph
+// figure) earns the penalty of a candidate that declined the problem (kind
+// "no_figure"); one whose baselines lack it earns 0 (kind "no_baseline").
 absl::StatusOr<RewardValue> ComputeReward(const v1::Measurement& m, const std::string& figure);
 // The same for a candidate that never reached the runner.
 RewardValue BuildFailureReward(const v1::Build& build);
-// True for "device", "warm", "cold" and "call".
-bool IsFigure(const std::string& figure);
-// The median of `figure` in t (0 when absent).
-double FigureUs(const v1::Timings& t, const std::string& figure);
-// The fastest baseline's median of `figure` in m (us), 0 when none.
-double BestBaselineUs(const v1::Measurement& m, const std::string& figure);
 
 }  // namespace anvil
 

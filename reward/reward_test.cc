@@ -36,11 +36,8 @@ TEST(ComputeReward, FailuresRankBelowCorrectKernelsAndCheatsLowest) {
   EXPECT_EQ(ComputeReward(wrong, "device")->kind, "incorrect");
 }
 
-TEST(ComputeReward, RejectsUnknownFiguresAndMissingTimings) {
+TEST(ComputeReward, RejectsUnknownFigures) {
   EXPECT_FALSE(ComputeReward(Passed(1, 1, 1), "median").ok());
-  v1::Measurement m;
-  m.set_verdict(v1::VERDICT_PASSED);
-  EXPECT_FALSE(ComputeReward(m, "device").ok());
 }
 
 TEST(BestBaselineUs, PicksTheFastestMeasuredBaselinePerFigure) {
@@ -58,6 +55,31 @@ TEST(BuildFailureReward, NamesTheKind) {
   b.set_verdict(v1::VERDICT_COMPILE_ERROR);
   EXPECT_EQ(BuildFailureReward(b).kind, "compile_error");
   EXPECT_LT(BuildFailureReward(b).value, 0);
+}
+
+// A correct candidate without the job's figure (it cannot be captured in a
+// graph) is data, not an error: it ranks with those that declined the problem.
+TEST(ComputeReward, APassedMeasurementWithoutTheFigureIsRankedNotAnError) {
+  v1::Measurement m;
+  m.set_verdict(v1::VERDICT_PASSED);
+  m.mutable_timings()->mutable_device()->set_median_us(10);
+  m.set_graph_note("candidate cannot be captured in a CUDA graph");
+  v1::Baseline* b = m.add_baselines();
+  b->mutable_timings()->mutable_device()->set_median_us(12);
+  b->mutable_timings()->mutable_graph_cold()->set_median_us(15);
+  absl::StatusOr<RewardValue> r = ComputeReward(m, "graph-cold");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, "no_figure");
+  EXPECT_LT(r->value, 0);
+  m.mutable_timings()->mutable_graph_cold()->set_median_us(14);
+  b->mutable_timings()->clear_graph_cold();
+  r = ComputeReward(m, "graph-cold");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, "no_baseline");
+  EXPECT_EQ(r->value, 0);
+  r = ComputeReward(m, "device");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->speedup, 1.2, 1e-12);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "deploy/layout.h"
 #include "sandbox/internal.h"
 #include "spdlog/spdlog.h"
 
@@ -132,14 +133,35 @@ std::string FirstLine(const std::string& text) {
   return line.empty() ? std::string("(no output)") : line;
 }
 
+// The bubblewrap to use: the caller's, $ANVIL_SANDBOX_BWRAP, the one of the
+// bundle this program belongs to (deploy/layout.h), else the system's.
+void FindBwrap(const std::string& given, Capabilities* caps) {
+  const char* env = getenv("ANVIL_SANDBOX_BWRAP");
+  if (!given.empty()) {
+    caps->bwrap_path = given;
+    caps->bwrap_found_by = "caller";
+  } else if (env != nullptr && *env != '\0') {
+    caps->bwrap_path = FindExecutable("ANVIL_SANDBOX_BWRAP", {});
+    caps->bwrap_found_by = "ANVIL_SANDBOX_BWRAP";
+  } else if (const std::string own = deploy::Installed("bin/bwrap");
+             !own.empty() && access(own.c_str(), X_OK) == 0) {
+    caps->bwrap_path = own;
+    caps->bwrap_found_by = "bundle";
+  } else {
+    caps->bwrap_path = FindExecutable(nullptr, {"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"});
+    caps->bwrap_found_by = "system";
+  }
+}
+
 void ProbeNamespaces(const std::string& bwrap, Capabilities* caps,
                      std::vector<std::string>* why_not) {
-  caps->bwrap_path = !bwrap.empty() ? bwrap
-                                    : FindExecutable("ANVIL_SANDBOX_BWRAP", {"/usr/bin/bwrap", "/bin/bwrap",
-                                                                             "/usr/local/bin/bwrap"});
+  FindBwrap(bwrap, caps);
   const std::string true_path = FindExecutable(nullptr, {"/usr/bin/true", "/bin/true"});
   if (caps->bwrap_path.empty() || true_path.empty()) {
-    why_not->push_back("namespaces: bubblewrap (bwrap) not found");
+    why_not->push_back(caps->bwrap_path.empty()
+                           ? "namespaces: bubblewrap (bwrap) not found (neither in this program's bundle "
+                             "nor in /usr/bin; install the bubblewrap package)"
+                           : "namespaces: /usr/bin/true not found");
     return;
   }
   Spec help;

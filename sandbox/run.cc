@@ -73,7 +73,8 @@ absl::Status CheckReachable(const std::string& path, int64_t uid, int64_t gid) {
     if (stat(dir.c_str(), &st) == 0 && !Searchable(st, uid, gid)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "'", path, "' is not reachable by the job's uid ", uid, ": '", dir,
-          "' is not searchable (make it o+x, or use another scratch parent)"));
+          "' is not searchable (fix: `chmod o+x ", dir,
+          "`, or move it to a directory every user can search, e.g. under /var/tmp or /opt)"));
     }
   }
   return absl::OkStatus();
@@ -237,6 +238,8 @@ Result MakeResult(const Supervised& s, const JobCgroup::Stats& stats, Plan* plan
     r.exit_code = -1;
   }
   r.timed_out = s.timed_out;
+  r.output_capped = s.output_capped;
+  r.time_limit_seconds = s.time_limit_seconds;
   r.stdout_text = s.out;
   r.stderr_text = s.err;
   r.stdout_truncated = s.out_truncated;
@@ -293,7 +296,8 @@ absl::StatusOr<Result> RunWith(const Spec& spec, const Capabilities& caps) {
   if (spawned->pid < 0) return ExecFailure(spec, &*plan, spawned->exec_errno);
   SuperviseRequest sr{spawned->pid, pipes.Release(1), pipes.Release(2), pipes.Release(4),
                       spec.stdin_data, spec.limits.output_cap_bytes, start,
-                      spec.limits.wall_time, spec.limits.kill_grace, cgroup.get()};
+                      spec.limits.wall_time, spec.limits.kill_grace, cgroup.get(),
+                      spec.limits.kill_at_output_cap, &spec.on_stdout};
   absl::StatusOr<Supervised> supervised = Supervise(sr);
   const JobCgroup::Stats stats = cgroup ? cgroup->Finish() : JobCgroup::Stats();
   if (!supervised.ok()) return supervised.status();
@@ -303,5 +307,12 @@ absl::StatusOr<Result> RunWith(const Spec& spec, const Capabilities& caps) {
 }  // namespace internal
 
 absl::StatusOr<Result> Run(const Spec& spec) { return internal::RunWith(spec, Probe()); }
+
+int64_t DefaultJobUid() { return geteuid() == 0 ? internal::kNobody : int64_t(geteuid()); }
+
+absl::Status CheckReachableByJobs(const std::string& path) {
+  const int64_t uid = DefaultJobUid();
+  return internal::CheckReachable(path, uid, geteuid() == 0 ? internal::kNobody : int64_t(getegid()));
+}
 
 }  // namespace anvil::sandbox

@@ -118,6 +118,53 @@ TEST_P(RunTest, TimeoutKillsTheWholeGroupIncludingTermIgnoringGrandchildren) {
   EXPECT_EQ(testing::CountChildren(), 0);
 }
 
+TEST_P(RunTest, OnStdoutBringsTheDeadlineForwardButNeverPastTheWallLimit) {
+  // The job announces itself, then hangs: the callback allows 0.5 s from the
+  // announcement, well before the 30 s wall limit.
+  Spec s = Shell("echo ready; sleep 1000");
+  s.limits.wall_time = absl::Seconds(30);
+  s.limits.kill_grace = absl::Milliseconds(200);
+  int calls = 0;
+  s.on_stdout = [&](absl::string_view chunk) -> std::optional<absl::Duration> {
+    ++calls;
+    if (absl::StrContains(chunk, "ready")) return absl::Milliseconds(500);
+    return std::nullopt;
+  };
+  absl::StatusOr<Result> r = sandbox::Run(s);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(calls, 1);
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_LT(r->wall_seconds, 10);
+  EXPECT_LT(r->time_limit_seconds, 10);
+  EXPECT_TRUE(absl::StrContains(r->Describe(), "(limit ")) << r->Describe();
+
+  // A job asking for more than the wall limit gets the wall limit.
+  Spec greedy = Shell("echo more; sleep 1000");
+  greedy.limits.wall_time = absl::Milliseconds(700);
+  greedy.limits.kill_grace = absl::Milliseconds(200);
+  greedy.on_stdout = [](absl::string_view) -> std::optional<absl::Duration> { return absl::Hours(1); };
+  r = sandbox::Run(greedy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_LT(r->wall_seconds, 10);
+  EXPECT_NEAR(r->time_limit_seconds, 0.7, 0.05);
+}
+
+TEST_P(RunTest, KillAtOutputCapEndsAFloodAtOnce) {
+  Spec s = Shell("yes flood; sleep 1000");
+  s.limits.wall_time = absl::Seconds(30);
+  s.limits.output_cap_bytes = 64 * 1024;
+  s.limits.kill_at_output_cap = true;
+  absl::StatusOr<Result> r = sandbox::Run(s);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->output_capped);
+  EXPECT_TRUE(r->stdout_truncated);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_LT(r->wall_seconds, 10);
+  EXPECT_EQ(r->stdout_text.size(), 64u * 1024);
+  EXPECT_TRUE(absl::StrContains(r->Describe(), "output cap")) << r->Describe();
+}
+
 TEST_P(RunTest, KillsWhatTheMainProcessLeavesBehind) {
   const std::string token = testing::UniqueSleepArg();
   absl::StatusOr<Result> r = sandbox::Run(Shell("sleep " + token + " & echo started"));

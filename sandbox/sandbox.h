@@ -18,6 +18,8 @@
 #define ANVIL_SANDBOX_SANDBOX_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,10 @@ struct Limits {
   int64_t address_space_bytes = 0;  // RLIMIT_AS: for nvcc only (it breaks CUDA processes)
   int64_t memory_max_bytes = 0;     // cgroup v2 memory.max, where the node allows cgroups
   int64_t output_cap_bytes = 1 << 20;  // per captured stream; the rest is discarded, flagged
+  // A stream passing output_cap_bytes ends the job at once (SIGKILL to the
+  // group; Result.output_capped), instead of discarding the rest: for jobs
+  // whose flood is itself the failure (a device printf loop in a runner).
+  bool kill_at_output_cap = false;
 };
 
 // A path made visible inside the namespace sandbox (ignored without namespaces).
@@ -72,12 +78,20 @@ struct Spec {
   // the job, and work_dir's parents must be searchable by it.
   int64_t run_as_uid = -1;
   int64_t run_as_gid = -1;
+  // Called on Run's thread with each piece of stdout as it arrives (all of
+  // it, also beyond the cap). It may return how much longer the job may run,
+  // counted from now: the deadline becomes the earlier of that and
+  // limits.wall_time from the start. The wall limit stays the upper bound, so
+  // a job cannot buy itself time by printing; it can only shorten its run.
+  std::function<std::optional<absl::Duration>(absl::string_view)> on_stdout;
 };
 
 struct Result {
   int exit_code = -1;     // when exited normally
   int term_signal = 0;    // when killed by a signal
-  bool timed_out = false;  // killed by us at limits.wall_time
+  bool timed_out = false;  // killed by us at its deadline (limits.wall_time or on_stdout's)
+  double time_limit_seconds = 0;  // that deadline as it stood at the end (s from the start)
+  bool output_capped = false;     // killed for passing output_cap_bytes (kill_at_output_cap)
   std::string stdout_text, stderr_text;
   bool stdout_truncated = false, stderr_truncated = false;
   double wall_seconds = 0, cpu_seconds = 0;  // cpu = user+sys of the whole job
@@ -109,6 +123,9 @@ struct Capabilities {
   bool namespaces = false;  // bwrap sandbox with user/net/mount/pid namespaces works
   bool cgroups = false;     // cgroup v2 memory.max can be set per job
   std::string bwrap_path;
+  // Where bwrap_path came from: "ANVIL_SANDBOX_BWRAP", "bundle" (the bin/bwrap
+  // of the bundle this program runs from), "system", or "caller" (tests).
+  std::string bwrap_found_by;
   std::string why_not;      // what is missing and why, empty when everything works
   bool cgroup_kill = false;   // per-job cgroup (tracking and kill), even without memory
   std::string cgroup_parent;  // where job cgroups are created
@@ -116,6 +133,15 @@ struct Capabilities {
   bool bwrap_disable_userns = false;  // bwrap knows --disable-userns
 };
 const Capabilities& Probe();
+
+// The uid jobs run as by default (Spec.run_as_uid = -1): 65534 when the
+// caller is root, else the caller's own.
+int64_t DefaultJobUid();
+// OK when a job of DefaultJobUid() can reach `path`: every directory above it
+// is searchable by that uid (a root caller's jobs run as 65534, so a path
+// under a 0700 /root is not). FailedPrecondition names the directory and the
+// fix otherwise. Checks the parents only, not `path` itself.
+absl::Status CheckReachableByJobs(const std::string& path);
 
 // A scratch directory removed on destruction, recursively and without
 // following symlinks (read-only subdirectories included). Mode 0711: a job

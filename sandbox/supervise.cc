@@ -26,20 +26,22 @@ struct Capture {
   std::string text;
   bool truncated = false;
 
-  void ReadSome(int64_t cap) {
-    char buf[65536];
+  // Reads what is there; returns it (all of it, also beyond the cap).
+  absl::string_view ReadSome(int64_t cap) {
+    static thread_local char buf[65536];
     const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return {};
     if (n <= 0) {
       close(fd);
       fd = -1;
-      return;
+      return {};
     }
     const size_t room = cap > static_cast<int64_t>(text.size())
                             ? static_cast<size_t>(cap) - text.size() : 0;
     const size_t keep = std::min(room, static_cast<size_t>(n));
     text.append(buf, keep);
     if (keep < static_cast<size_t>(n)) truncated = true;
+    return absl::string_view(buf, static_cast<size_t>(n));
   }
 };
 
@@ -64,8 +66,8 @@ class Supervisor {
     stdin_fd_ = r.stdin_fd;
     if (r.stdin_data.empty()) CloseStdin();
     pidfd_ = PidfdOpen(r.pid);
-    term_at_ = r.start + absl::ToChronoNanoseconds(r.wall_time);
-    kill_at_ = term_at_ + absl::ToChronoNanoseconds(r.kill_grace);
+    limit_at_ = r.start + absl::ToChronoNanoseconds(r.wall_time);
+    SetDeadline(limit_at_);
   }
   ~Supervisor() {
     CloseStdin();
@@ -86,6 +88,25 @@ class Supervisor {
     if (stdin_fd_ >= 0) close(stdin_fd_);
     stdin_fd_ = -1;
   }
+  // The deadline moves while the job runs (0 phase only), never past limit_at_.
+  void SetDeadline(Clock::time_point t) {
+    if (phase_ != 0) return;
+    term_at_ = std::min(t, limit_at_);
+    kill_at_ = term_at_ + absl::ToChronoNanoseconds(r_.kill_grace);
+  }
+  void OnStdout(absl::string_view chunk) {
+    if (chunk.empty() || r_.on_stdout == nullptr || !*r_.on_stdout) return;
+    if (std::optional<absl::Duration> left = (*r_.on_stdout)(chunk)) {
+      SetDeadline(Clock::now() + absl::ToChronoNanoseconds(std::max(*left, absl::ZeroDuration())));
+    }
+  }
+  // kill_at_output_cap: a stream over the cap ends the job now.
+  void CheckCap() {
+    if (!r_.kill_at_output_cap || output_capped_ || !(out_.truncated || err_.truncated)) return;
+    output_capped_ = true;
+    KillEverything();
+    phase_ = 2;
+  }
   void KillEverything() {
     kill(-r_.pid, SIGKILL);
     if (r_.cgroup != nullptr) r_.cgroup->Kill();
@@ -96,9 +117,10 @@ class Supervisor {
   int stdin_fd_ = -1;
   size_t stdin_written_ = 0;
   int pidfd_ = -1;
-  Clock::time_point term_at_, kill_at_;
+  Clock::time_point limit_at_, term_at_, kill_at_;
   int phase_ = 0;  // 0 running, 1 SIGTERM sent, 2 SIGKILL sent
   bool timed_out_ = false;
+  bool output_capped_ = false;
 };
 
 bool Supervisor::MainExited() {
@@ -156,7 +178,7 @@ void Supervisor::PollOnce(int timeout_ms) {
   if (poll(fds, static_cast<nfds_t>(n), timeout_ms) <= 0) return;
   for (int i = 0; i < n; ++i) {
     if (fds[i].revents == 0) continue;
-    if (fds[i].fd == out_.fd) out_.ReadSome(r_.output_cap);
+    if (fds[i].fd == out_.fd) OnStdout(out_.ReadSome(r_.output_cap));
     else if (fds[i].fd == err_.fd) err_.ReadSome(r_.output_cap);
     else if (fds[i].fd == stdin_fd_ && (fds[i].revents & POLLOUT)) WriteStdin();
     else if (fds[i].fd == stdin_fd_) CloseStdin();  // POLLERR: the reader is gone
@@ -171,6 +193,7 @@ absl::StatusOr<Supervised> Supervisor::Run() {
                                                                         : Clock::now() + std::chrono::seconds(1);
     const int timeout = pidfd_ >= 0 ? MillisUntil(next) : std::min(MillisUntil(next), 10);
     PollOnce(timeout);
+    CheckCap();
     if (phase_ == 2 && Clock::now() - last_warning > std::chrono::seconds(10)) {
       last_warning = Clock::now();
       spdlog::warn("sandbox: pid {} survives SIGKILL (uninterruptible sleep?); waiting", r_.pid);
@@ -192,6 +215,8 @@ absl::StatusOr<Supervised> Supervisor::Run() {
   }
   s.wall_seconds = std::chrono::duration<double>(Clock::now() - r_.start).count();
   s.timed_out = timed_out_;
+  s.output_capped = output_capped_;
+  s.time_limit_seconds = std::chrono::duration<double>(term_at_ - r_.start).count();
   s.out = std::move(out_.text);
   s.err = std::move(err_.text);
   s.out_truncated = out_.truncated;

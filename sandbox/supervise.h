@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,12 +38,17 @@ struct SuperviseRequest {
   absl::Duration wall_time;
   absl::Duration kill_grace;
   JobCgroup* cgroup = nullptr;  // killed with the group when present
+  bool kill_at_output_cap = false;  // a stream over output_cap kills the job
+  // Spec.on_stdout: may bring the deadline forward (never past wall_time).
+  const std::function<std::optional<absl::Duration>(absl::string_view)>* on_stdout = nullptr;
 };
 
 struct Supervised {
   int wait_status = 0;
   struct rusage usage = {};
   bool timed_out = false;
+  bool output_capped = false;
+  double time_limit_seconds = 0;  // the deadline at the end, from the start
   std::string out, err;
   bool out_truncated = false, err_truncated = false;
   double wall_seconds = 0;

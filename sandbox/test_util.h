@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "deploy/layout.h"
 #include "gtest/gtest.h"
 #include "sandbox/sandbox.h"
 
@@ -59,7 +60,12 @@ inline std::string ToolPath(const char* env_name, const char* built) {
   return v != nullptr && *v != '\0' ? v : built;
 }
 
-inline std::string HelperPath() { return ToolPath("ANVIL_SANDBOX_TEST_HELPER", ANVIL_SANDBOX_TEST_HELPER); }
+// The helper: $ANVIL_SANDBOX_TEST_HELPER, the bundle's (run from
+// libexec/cpu-tests), or the build's.
+inline std::string HelperPath() {
+  const std::string bundled = deploy::Installed("libexec/helpers/sandbox_test_helper");
+  return ToolPath("ANVIL_SANDBOX_TEST_HELPER", bundled.empty() ? ANVIL_SANDBOX_TEST_HELPER : bundled.c_str());
+}
 
 inline Spec HelperSpec(const std::string& work_dir, std::vector<std::string> args,
                        Isolation isolation = Isolation::kAuto) {
@@ -72,7 +78,8 @@ inline Spec HelperSpec(const std::string& work_dir, std::vector<std::string> arg
   s.binds.push_back({HelperPath(), "", false});
   // Where the helper's shared libraries are not under /usr (the bundle's
   // lib/), the namespace sandbox must show them too.
-  if (const std::string libs = ToolPath("ANVIL_SANDBOX_TEST_LIBS", ""); !libs.empty()) {
+  const std::string bundled_libs = deploy::Installed("lib");
+  if (const std::string libs = ToolPath("ANVIL_SANDBOX_TEST_LIBS", bundled_libs.c_str()); !libs.empty()) {
     s.binds.push_back({libs, "", false});
   }
   s.limits.wall_time = absl::Seconds(30);

@@ -15,6 +15,8 @@ APT_PACKAGES=(
   chromium python3-html5lib python3-websocket
 )
 CUTLASS_VERSION=4.2.0.0   # nvidia-cutlass wheel: CUTLASS/CuTe headers
+# PyYAML for deploy_test (the Kubernetes manifests), into the python3 on PATH.
+python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 missing=()
@@ -56,6 +58,12 @@ if [ "$(cat third_party/cutlass/VERSION 2>/dev/null)" != "$CUTLASS_VERSION" ]; t
   cp -r "$tmp/x/cutlass_library/source/tools/util/include" third_party/cutlass/tools/util/include
   echo "$CUTLASS_VERSION" > third_party/cutlass/VERSION
   rm -rf "$tmp"
+fi
+
+# llama.cpp's llama-server and a small model, for the LLM proposer's tests
+# against a real server (built once into third_party/llama; ANVIL_LLAMA=0 skips).
+if [ "${ANVIL_LLAMA:-1}" != 0 ]; then
+  ANVIL_JOBS=${ANVIL_JOBS:-$(nproc)} scripts/llama_server.sh
 fi
 
 BUILD_DIR=${ANVIL_BUILD_DIR:-build}

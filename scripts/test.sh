@@ -11,5 +11,6 @@ if [ -z "${ANVIL_NO_SANITIZE:-}" ]; then
   ANVIL_BUILD_DIR=build-asan ANVIL_CMAKE_ARGS="-DANVIL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" \
     scripts/setup.sh
   ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE gpu
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE "gpu|nvcc|bundle" \
+      -E llama_server_test
 fi

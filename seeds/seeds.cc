@@ -8,11 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "proto/candidate.h"
 #include "proto/problem.h"
+#include "seeds/display_name.h"
 
 #ifndef ANVIL_SOURCE_SEEDS_DIR
 #define ANVIL_SOURCE_SEEDS_DIR ""
@@ -33,6 +35,12 @@ SeedKnob ParseKnob(const std::string& name, const nlohmann::json& j) {
   k.name = std::string(n);
   k.default_value = Text(j.at("default"));
   k.reason = j.value("reason", "");
+  k.label = j.value("label", absl::AsciiStrToLower(k.name));
+  if (j.contains("names")) {
+    for (const auto& [value, value_name] : j.at("names").items()) {
+      k.value_names[value] = value_name.get<std::string>();
+    }
+  }
   const std::string search = j.value("search", "");
   k.late = search == "late";
   k.shape = j.value("shape", "");
@@ -61,6 +69,7 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
     f.description = j.value("description", "");
     f.arch = j.value("arch", "sm_90a");
     f.searchable = j.value("searchable", true);
+    f.name_pattern = j.value("name_pattern", "");
     for (const auto& l : j.at("layouts")) {
       absl::StatusOr<v1::Layout> layout = ParseLayout(l.get<std::string>());
       if (!layout.ok()) return layout.status();
@@ -107,6 +116,7 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
   } catch (const nlohmann::json::exception& e) {
     return Malformed(dir, e.what());
   }
+  if (absl::Status s = CheckNamePattern(f); !s.ok()) return Malformed(dir, s.message());
   if (f.source.empty()) return absl::NotFoundError(absl::StrCat("no kernel source in ", dir.string()));
   return f;
 }
@@ -115,8 +125,10 @@ absl::StatusOr<SeedFamily> LoadOne(const fs::path& dir) {
 
 std::string DefaultSeedsDir(const std::string& executable_dir) {
   if (const char* env = std::getenv("ANVIL_SEEDS_DIR")) return env;
-  std::string bundled = executable_dir + "/../share/anvil/seeds";
-  if (fs::exists(bundled)) return bundled;
+  for (const char* up : {"/..", "/../.."}) {  // bin/ or libexec/<kind>/
+    const std::string bundled = executable_dir + up + "/share/anvil/seeds";
+    if (fs::exists(bundled)) return fs::canonical(bundled).string();
+  }
   return ANVIL_SOURCE_SEEDS_DIR;
 }
 
@@ -153,7 +165,7 @@ v1::Candidate MakeSeedCandidate(const SeedFamily& family, v1::Layout layout,
     if (!k.shape.empty() && c.params().at(k.name) == "0") c.mutable_params()->erase(k.name);
   }
   AssignCandidateId(c);
-  c.set_name(CandidateDisplayName(c));
+  c.set_name(SeedDisplayName(family, c));
   return c;
 }
 

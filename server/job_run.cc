@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -15,6 +17,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool Passed(const v1::Measurement& m) { return m.verdict() == v1::VERDICT_PASSED; }
+
+// The cuBLAS version a runner reported ("... cublas=130100 ..."), as the
+// runner keys its tuned cuBLASLt choices.
+std::string CublasVersion(const v1::RunnerInfo& info) {
+  for (absl::string_view part : absl::StrSplit(info.versions(), ' ')) {
+    if (absl::ConsumePrefix(&part, "cublas=")) return std::string(part);
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -26,6 +37,7 @@ JobRun::JobRun(std::string job_id, v1::OptimizeKernelRequest request, JobRunOpti
   callbacks_.push_back(MakeProgressCallback([this](JobEvent e) { Emitted(std::move(e)); }));
   usage_.resize(options_.proposers.size());
   pending_count_.assign(options_.proposers.size(), 0);
+  in_flight_.assign(options_.proposers.size(), 0);
   exhausted_.assign(options_.proposers.size(), false);
 }
 
@@ -40,6 +52,7 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
   Emit(JobEventKind::kState, absl::StrFormat("running: %d problems, %d proposers, figure %s",
                                              problems_.size(), options_.proposers.size(),
                                              request_.reward_figure()));
+  std::optional<Round> next;  // picked, its builds under way
   while (true) {
     if (cancelled_) return v1::JOB_STATE_CANCELLED;
     if (stopped_) break;
@@ -47,20 +60,38 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
     if (!final_phase_ && BudgetSpent()) {
       if (absl::Status st = FinalPhase(); !st.ok()) return st;
     }
-    if (absl::Status st = Refill(); !st.ok()) return st;
-    std::vector<Pending> picked = PickRound();
-    if (picked.empty()) {
+    if (!next) {
+      absl::StatusOr<std::optional<Round>> r = PrepareRound();
+      if (!r.ok()) return r.status();
+      next = *std::move(r);
+    }
+    if (!next) {
       if (final_phase_) break;
-      final_phase_ = true;  // every proposer is done: verify what they report
+      // Every proposer is done: verify what they report.
       if (absl::Status st = FinalPhase(); !st.ok()) return st;
       continue;
     }
-    const bool probe = !keyed_;
-    std::vector<Observation> round;
-    for (Pending& p : picked) round.push_back(Precheck(p, probe));
-    std::vector<v1::LtAlgo> tuned;
-    if (absl::Status st = Evaluate(round, tuned); !st.ok()) return st;
-    if (absl::Status st = Finish(round, std::move(tuned)); !st.ok()) return st;
+    Round round = *std::move(next);
+    next.reset();
+    if (absl::Status st = FinishBuilds(round); !st.ok()) return st;
+    if (keyed_ && !final_phase_) {  // the next round builds while this one is measured
+      absl::StatusOr<std::optional<Round>> r = PrepareRound();
+      if (!r.ok()) return r.status();
+      next = *std::move(r);
+    }
+    if (absl::Status st = MeasureRound(round); !st.ok()) return st;
+  }
+  if (next) {
+    (void)FinishBuilds(*next);  // built, not measured: the build cache keeps them
+    std::vector<Observation> unmeasured;
+    for (Observation& o : next->obs) {
+      o.outcome = Outcome::kSkipped;
+      o.reason = "the job stopped";
+      o.measured_on.clear();
+      unmeasured.push_back(std::move(o));
+    }
+    Release(unmeasured);
+    ObserveAll(unmeasured);
   }
   if (absl::Status st = Checkpoint(); !st.ok()) return st;
   return stopped_ ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
@@ -115,7 +146,10 @@ absl::Status JobRun::LoadHistory() {
     v.best_us = v.best_baseline_us = 0;
     state_[p] = ProblemState{};
     for (const StoredMeasurement& m : *h) {
-      state_[p].measured.insert(m.measurement.candidate_id());
+      // A row measured before the job's figure existed (a store from before
+      // graph-replay timing) leaves its pair to be measured again.
+      const v1::Measurement& x = m.measurement;
+      if (!PredatesFigure(x, request_.reward_figure())) state_[p].measured.insert(x.candidate_id());
       ++v.tried;
       if (m.job_id == job_id_) Take(static_cast<int>(p), m.measurement, m.measurement.verified());
     }
@@ -194,7 +228,7 @@ absl::Status JobRun::Refill() {
     if (n <= 0) continue;
     absl::StatusOr<std::vector<Proposal>> got = options_.proposers[i]->Propose(View(), n);
     if (!got.ok()) return got.status();
-    if (got->empty() && pending_count_[i] == 0 && !final_phase_) exhausted_[i] = true;
+    if (got->empty() && pending_count_[i] == 0 && in_flight_[i] == 0 && !final_phase_) exhausted_[i] = true;
     for (Proposal& p : *got) {
       ++pending_count_[i];
       ++usage_[i].proposed;
@@ -259,8 +293,7 @@ std::vector<JobRun::Pending> JobRun::PickRound() {
     out.push_back(std::move(*p));
   }
   round_load_.clear();
-  planned_.assign(problems_.size(), 0);
-  planned_pairs_.clear();
+  for (const Pending& p : out) ++in_flight_[p.proposer];
   return out;
 }
 
@@ -272,8 +305,8 @@ Observation JobRun::Precheck(Pending& pending, bool probe) {
   o.proposal = std::move(pending.proposal);
   o.proposal.candidate.set_proposer(options_.proposers[pending.proposer]->name());
   std::vector<int> keep;
-  std::string why;
-  for (int p : o.proposal.problems) {
+  std::string why = SkipNow(o.proposal);  // stopping, out of budget, past its deadline
+  for (int p : why.empty() ? o.proposal.problems : std::vector<int>{}) {
     if (p < 0 || p >= static_cast<int>(problems_.size()) ||
         problems_[p].spec.layout != o.proposal.candidate.layout()) {
       why = "a problem index out of range or of another layout";
@@ -285,12 +318,11 @@ Observation JobRun::Precheck(Pending& pending, bool probe) {
                                          planned_pairs_.count({o.proposal.candidate.id(), p}))) {
       why = "measured on the problem before";
     } else if (!o.proposal.recheck && request_.budget().max_candidates() > 0 &&
-               problems_[p].tried_this_job + planned_[p] >= request_.budget().max_candidates()) {
+               problems_[p].tried_this_job + PlannedOn(p) >= request_.budget().max_candidates()) {
       why = "the problem's candidate budget is spent";
     } else if (std::find(keep.begin(), keep.end(), p) == keep.end() && !(probe && !keep.empty())) {
       keep.push_back(p);
-      planned_[p] += !o.proposal.recheck;
-      planned_pairs_.insert({o.proposal.candidate.id(), p});
+      if (!o.proposal.recheck) planned_pairs_.insert({o.proposal.candidate.id(), p});
     }
   }
   o.measured_on = std::move(keep);
@@ -305,61 +337,160 @@ int JobRun::ProposerIndex(const Observation& o) const {
   return 0;
 }
 
-absl::Status JobRun::Evaluate(std::vector<Observation>& round, std::vector<v1::LtAlgo>& tuned) {
-  std::vector<Observation*> todo;
-  for (Observation& o : round) {
-    if (!o.measured_on.empty()) todo.push_back(&o);
+// Picks a round, prechecks it, and starts building what it has not built in
+// this run (on another thread: the evaluator may build while it measures).
+absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
+  if (absl::Status st = Refill(); !st.ok()) return st;
+  std::vector<Pending> picked = PickRound();
+  if (picked.empty()) return std::optional<Round>();
+  const bool probe = !keyed_;
+  Round r;
+  for (Pending& p : picked) r.obs.push_back(Precheck(p, probe));
+  std::vector<v1::Candidate> to_build;
+  for (size_t i = 0; i < r.obs.size(); ++i) {
+    Observation& o = r.obs[i];
+    if (o.measured_on.empty()) continue;
+    auto it = built_.find(o.proposal.candidate.id());
+    if (it != built_.end()) {
+      o.build = it->second;
+      continue;
+    }
+    r.to_build.push_back(i);
+    to_build.push_back(o.proposal.candidate);
   }
-  if (todo.empty()) return absl::OkStatus();
-  if (absl::Status st = BuildRound(todo); !st.ok()) return st;
-  std::vector<MeasureRequest> requests;
-  std::vector<Observation*> measured;
-  for (Observation* o : todo) {
-    if (o->outcome == Outcome::kBuildFailed) continue;
-    MeasureRequest r;
-    r.candidate = o->proposal.candidate;
-    r.build = *o->build;
-    r.recheck = o->proposal.recheck;
-    for (int p : o->measured_on) r.shapes.push_back(problems_[p].spec.shape);
-    requests.push_back(std::move(r));
-    measured.push_back(o);
+  if (!to_build.empty()) {
+    CandidateEvaluator* evaluator = options_.evaluator;
+    r.builds = std::async(std::launch::async, [evaluator, to_build = std::move(to_build)] {
+      return evaluator->Build(to_build);
+    });
   }
-  if (requests.empty()) return absl::OkStatus();
-  std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure(requests);
-  for (size_t i = 0; i < measured.size(); ++i) {
-    if (i >= results.size()) return absl::InternalError("the evaluator answered fewer requests");
-    if (!results[i].ok()) return results[i].status();
-    Observation& o = *measured[i];
-    o.outcome = Outcome::kMeasured;
-    o.measurements = std::move(results[i]->measurements);
-    o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
-    o.measured_on.resize(o.measurements.size());
-    gpu_ += results[i]->gpu_seconds;
-    usage_[ProposerIndex(o)].gpu_seconds += results[i]->gpu_seconds;
-    for (v1::LtAlgo& a : results[i]->tuned) tuned.push_back(std::move(a));
-  }
-  return absl::OkStatus();
+  return std::optional<Round>(std::move(r));
 }
 
-absl::Status JobRun::BuildRound(std::vector<Observation*>& todo) {
-  std::vector<v1::Candidate> cs;
-  for (Observation* o : todo) cs.push_back(o->proposal.candidate);
-  std::vector<absl::StatusOr<v1::Build>> builds = options_.evaluator->Build(cs);
-  if (builds.size() != todo.size()) return absl::InternalError("the evaluator answered fewer builds");
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (!builds[i].ok()) return builds[i].status();
-    todo[i]->build = *builds[i];
-    if (builds[i]->verdict() != v1::VERDICT_PASSED) {
-      todo[i]->outcome = Outcome::kBuildFailed;
-      todo[i]->measured_on.clear();
+// Waits for a round's builds; a failed build is measured nowhere.
+absl::Status JobRun::FinishBuilds(Round& r) {
+  if (!r.builds.valid()) return absl::OkStatus();
+  std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();
+  if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
+  for (size_t k = 0; k < builds.size(); ++k) {
+    if (!builds[k].ok()) return builds[k].status();
+    Observation& o = r.obs[r.to_build[k]];
+    o.build = *builds[k];
+    if (builds[k]->verdict() == v1::VERDICT_PASSED) {
+      built_[o.proposal.candidate.id()] = *builds[k];
+    } else {
+      o.outcome = Outcome::kBuildFailed;
+      o.measured_on.clear();
     }
   }
   return absl::OkStatus();
 }
 
+// Whether a built proposal is no longer to be measured: the job stops, its
+// budget is spent (re-checks excepted), or the proposer's deadline passed.
+std::string JobRun::SkipNow(const Proposal& p) {
+  if (cancelled_ || stopped_) return "the job stopped";
+  if (p.recheck) return "";
+  if (final_phase_) return "the job's budget is spent";
+  const v1::Budget& b = request_.budget();
+  if ((b.max_wall_seconds() > 0 && prior_wall_ + Elapsed() >= b.max_wall_seconds()) ||
+      (b.max_gpu_seconds() > 0 && prior_gpu_ + gpu_ >= b.max_gpu_seconds())) {
+    return "the job's budget is spent";
+  }
+  if (p.measure_by > 0 && Elapsed() >= p.measure_by) return "the proposer's deadline passed";
+  return "";
+}
+
+// Measures the round's built proposals one at a time (each in its own runner
+// process), checking the budget before each, and finishes each at once (its
+// proposer sees it before the next is measured); the rest (failed builds,
+// skipped) and the checkpoint come at the round's end.
+absl::Status JobRun::MeasureRound(Round& r) {
+  std::vector<Observation> rest;
+  for (Observation& o : r.obs) {
+    if (o.measured_on.empty() || o.outcome == Outcome::kBuildFailed) {
+      rest.push_back(std::move(o));
+      continue;
+    }
+    std::string why = SkipNow(o.proposal);
+    if (!o.proposal.recheck) {  // a problem may have stopped since the round was picked
+      std::erase_if(o.measured_on, [this](int p) { return !problems_[p].active; });
+      if (why.empty() && o.measured_on.empty()) why = "the problem's budget is spent";
+    }
+    if (!why.empty()) {
+      o.reason = why;
+      o.measured_on.clear();
+      rest.push_back(std::move(o));
+      continue;
+    }
+    MeasureRequest req;
+    req.candidate = o.proposal.candidate;
+    req.build = *o.build;
+    req.recheck = o.proposal.recheck;
+    for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
+    req.known_lt_algos = StoredLtAlgos(o.measured_on);
+    std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure({req});
+    if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
+    if (!results[0].ok()) return results[0].status();
+    o.outcome = Outcome::kMeasured;
+    o.measurements = std::move(results[0]->measurements);
+    o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
+    o.measured_on.resize(o.measurements.size());
+    gpu_ += results[0]->gpu_seconds;
+    usage_[ProposerIndex(o)].gpu_seconds += results[0]->gpu_seconds;
+    std::vector<Observation> one;
+    one.push_back(std::move(o));
+    if (absl::Status st = Finish(one, std::move(results[0]->tuned), false); !st.ok()) return st;
+  }
+  return Finish(rest, {}, true);
+}
+
+// The store's cuBLASLt choices for these problems, each problem's once per
+// run, marked retune: the first runner tunes again with it among the
+// contenders, and the winner replaces it (a choice that once lost to noise
+// does not stay for good).
+std::vector<v1::LtAlgo> JobRun::StoredLtAlgos(const std::vector<int>& problems) {
+  std::vector<v1::LtAlgo> out;
+  const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  if (!device || !keyed_) return out;
+  const std::string version = CublasVersion(*device);
+  for (int p : problems) {
+    if (!lt_looked_up_.insert(p).second) continue;
+    absl::StatusOr<std::vector<LtAlgo>> stored = options_.store->GetLtAlgos(problems_[p].problem, version);
+    if (!stored.ok()) continue;
+    for (const LtAlgo& choice : *stored) {  // one per figure it was tuned by
+      v1::LtAlgo& a = out.emplace_back();
+      *a.mutable_shape() = problems_[p].spec.shape;
+      a.set_layout(problems_[p].spec.layout);
+      a.set_algo(choice.algo);
+      a.set_cublas_version(version);
+      a.set_gpu(device->gpu());
+      a.set_figure(choice.figure);
+      a.set_retune(true);
+    }
+  }
+  return out;
+}
+
+// Forgets a round's in-flight bookkeeping (picked, not yet observed).
+void JobRun::Release(const std::vector<Observation>& round) {
+  for (const Observation& o : round) {
+    --in_flight_[ProposerIndex(o)];
+    if (o.proposal.recheck) continue;
+    for (int p : o.proposal.problems) planned_pairs_.erase({o.proposal.candidate.id(), p});
+  }
+}
+
+int JobRun::PlannedOn(int p) const {
+  int n = 0;
+  for (const auto& [id, q] : planned_pairs_) n += q == p;
+  return n;
+}
+
 // Persists the round (callbacks), accounts for it, checkpoints the job and
 // tells the proposers.
-absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned) {
+absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned,
+                            bool checkpoint) {
   MeasuredRound mr;
   mr.job_id = job_id_;
   mr.figure = request_.reward_figure();
@@ -385,7 +516,10 @@ absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtA
     u.build_failures += o.outcome == Outcome::kBuildFailed;
     u.measurements += static_cast<int>(o.measurements.size());
   }
-  if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  if (checkpoint) {
+    if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  }
+  Release(round);
   ObserveAll(round);
   return absl::OkStatus();
 }

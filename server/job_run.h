@@ -9,6 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
+#include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -57,6 +60,12 @@ class JobRun {
     int proposer = 0;
     int64_t seq = 0;
   };
+  // A picked round: its observations-to-be, and its builds under way.
+  struct Round {
+    std::vector<Observation> obs;
+    std::vector<size_t> to_build;  // obs indices being built, in build order
+    std::future<std::vector<absl::StatusOr<v1::Build>>> builds;
+  };
   struct ProblemState {
     std::set<std::string> measured;  // candidate ids measured on it, any job
     std::set<std::string> tried;     // of which in this job (re-checks count once)
@@ -78,9 +87,14 @@ class JobRun {
   std::optional<Pending> TakeNext(int proposer);
   Observation Precheck(Pending& pending, bool probe);
   int ProposerIndex(const Observation& o) const;
-  absl::Status Evaluate(std::vector<Observation>& round, std::vector<v1::LtAlgo>& tuned);
-  absl::Status BuildRound(std::vector<Observation*>& todo);
-  absl::Status Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned);
+  absl::StatusOr<std::optional<Round>> PrepareRound();
+  absl::Status FinishBuilds(Round& r);
+  std::string SkipNow(const Proposal& p);
+  absl::Status MeasureRound(Round& r);
+  void Release(const std::vector<Observation>& round);
+  int PlannedOn(int p) const;
+  std::vector<v1::LtAlgo> StoredLtAlgos(const std::vector<int>& problems);
+  absl::Status Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned, bool checkpoint);
   void Account(const std::vector<Observation>& round);
   void UpdateStatus(int p);
   v1::ProblemProgress Progress(int p) const;
@@ -103,8 +117,11 @@ class JobRun {
   bool keyed_ = false;                    // problems carry the GPU
   std::vector<Pending> pool_;
   std::vector<int> round_load_;           // [problem]: proposals picked for it this round
-  std::vector<int> planned_;              // [problem]: measurements in the round being planned
-  std::set<std::pair<std::string, int>> planned_pairs_;  // (candidate, problem) in that round
+  // (candidate, problem) pairs picked and not yet observed (re-checks aside).
+  std::set<std::pair<std::string, int>> planned_pairs_;
+  std::vector<int> in_flight_;            // [proposer]: proposals picked, not yet observed
+  std::map<std::string, v1::Build> built_;  // passed builds of this run, by candidate id
+  std::set<int> lt_looked_up_;            // problems whose stored cuBLASLt choice was sent
   int64_t seq_ = 0;
   std::vector<ProposerUsage> usage_;
   std::vector<int> pending_count_;        // [proposer]

@@ -1,17 +1,80 @@
 #include "server/local_evaluator.h"
 
-#include "server/local_worker.h"
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "sandbox/sandbox.h"
 
 namespace anvil {
+namespace {
 
-absl::StatusOr<std::unique_ptr<LocalEvaluator>> LocalEvaluator::Create(LocalWorkerOptions options) {
+sandbox::Isolation IsolationFor(const LocalEvaluatorOptions& o) {
+  return o.allow_no_isolation ? sandbox::Isolation::kAuto : sandbox::Isolation::kNamespaces;
+}
+
+BuilderOptions MakeBuilderOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
+  BuilderOptions b;
+  b.toolchain = toolchain;
+  b.cache_dir = options.cache_dir;
+  b.jobs = options.build_jobs;
+  b.isolation = IsolationFor(options);
+  return b;
+}
+
+EvaluatorOptions MakeEvaluatorOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
+  EvaluatorOptions e;
+  e.toolchain = toolchain;
+  e.device = options.device;
+  e.protocol = options.protocol;
+  e.isolation = IsolationFor(options);
+  return e;
+}
+
+}  // namespace
+
+absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache_dir,
+                            bool allow_no_isolation) {
+  const sandbox::Capabilities& caps = sandbox::Probe();
+  if (!caps.namespaces && !allow_no_isolation) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "namespace isolation is not available here (", caps.why_not,
+        "), and Anvil does not build or run untrusted kernels without it. Fix the cause "
+        "(`anvil doctor` shows it), or pass --allow-no-isolation (or set "
+        "ANVIL_ALLOW_NO_ISOLATION=1) to run them with process-level protections only: no "
+        "private filesystem, network or pid namespace"));
+  }
+  const std::string bundle_fix = absl::StrCat(
+      ". Jobs run as uid ", sandbox::DefaultJobUid(),
+      ": unpack the bundle where every user can search, e.g. under /opt");
+  struct Needed {
+    std::string what, path, fix;
+  };
+  for (const Needed& n : std::vector<Needed>{
+           {"the runner", toolchain.runner, bundle_fix},
+           {"the CUTLASS headers", toolchain.cutlass_dir, bundle_fix},
+           {"bubblewrap", caps.bwrap_path, bundle_fix},
+           {"the CUDA toolkit", toolchain.cuda_root, ""},
+           {"the scratch directories' parent", BuilderOptions().scratch_dir, ""}}) {
+    if (n.path.empty()) continue;
+    if (absl::Status s = sandbox::CheckReachableByJobs(n.path + "/."); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(n.what, ": ", s.message(), n.fix));
+    }
+  }
+  return PrepareBuildCacheDir(cache_dir.empty() ? DefaultBuildCacheDir() : cache_dir);
+}
+
+
+absl::StatusOr<std::unique_ptr<LocalEvaluator>> LocalEvaluator::Create(LocalEvaluatorOptions options) {
   absl::StatusOr<Toolchain> t = Toolchain::Find();
   if (!t.ok()) return t.status();
   if (options.cache_dir.empty()) options.cache_dir = DefaultBuildCacheDir();
+  if (absl::Status s = CheckNodeReady(*t, options.cache_dir, options.allow_no_isolation); !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<LocalEvaluator>(new LocalEvaluator(*t, options));
 }
 
-LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalWorkerOptions& options)
+LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options)
     : builder_(MakeBuilderOptions(toolchain, options)),
       evaluator_(MakeEvaluatorOptions(toolchain, options)) {}
 

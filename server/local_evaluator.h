@@ -15,23 +15,43 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/evaluator.h"
-#include "server/local_worker.h"
+#include "worker/build_cache.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
 
 namespace anvil {
 
+struct LocalEvaluatorOptions {
+  std::string cache_dir;           // build cache; empty: DefaultBuildCacheDir()
+  int build_jobs = 2;              // parallel nvcc processes
+  int device = 0;                  // CUDA ordinal
+  v1::RunnerProtocol protocol;     // zero fields: runner defaults
+  // Untrusted builds and runs need namespace isolation: Create fails where
+  // the node refuses it, unless this is set (--allow-no-isolation), in which
+  // case they run with process-level protections only (sandbox/SANDBOX.md).
+  bool allow_no_isolation = false;
+};
+
+// Whether this node can run untrusted work, checked before any is started:
+// namespace isolation (or allow_no_isolation), and that the sandbox's uid can
+// reach the runner, the CUTLASS headers, bubblewrap, the CUDA toolkit and the
+// build cache (created here). FailedPrecondition says what and how to fix it.
+// `cache_dir` empty: DefaultBuildCacheDir() (worker/build_cache.h).
+absl::Status CheckNodeReady(const Toolchain& toolchain, const std::string& cache_dir,
+                            bool allow_no_isolation);
+
 class LocalEvaluator : public CandidateEvaluator {
  public:
-  // Finds the toolchain; options as LocalWorker's.
-  static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalWorkerOptions options);
+  // Finds the toolchain (Unavailable without nvcc); fails (FailedPrecondition)
+  // where CheckNodeReady does.
+  static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalEvaluatorOptions options);
 
   std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests) override;
   std::optional<v1::RunnerInfo> device() const override;
 
  private:
-  LocalEvaluator(Toolchain toolchain, const LocalWorkerOptions& options);
+  LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options);
   absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request);
 
   Builder builder_;

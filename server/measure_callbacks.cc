@@ -47,7 +47,8 @@ class StoreCallback : public MeasureCallback {
       }
       if (arch.empty()) continue;  // not a GPU of this job
       const v1::Problem p = MakeProblem(a.gpu(), arch, a.shape(), a.layout());
-      if (absl::Status st = store_.PutLtAlgo(p, a.cublas_version(), LtAlgo{a.algo(), 0}); !st.ok()) {
+      const LtAlgo choice{a.algo(), 0, a.figure().empty() ? "device" : a.figure()};
+      if (absl::Status st = store_.PutLtAlgo(p, a.cublas_version(), choice); !st.ok()) {
         return st;
       }
     }

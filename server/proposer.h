@@ -89,6 +89,10 @@ struct Proposal {
   // verified (what promotes a problem's best). Measured even in the final phase.
   bool recheck = false;
   std::string stage;             // where it came from, for progress ("screen", "llm-repair")
+  // Measured only while SearchView::elapsed_seconds is below this (0: no
+  // deadline); past it the proposal is skipped. A proposer's own stage
+  // budget (the embedded search keeps a share for its last stage).
+  double measure_by = 0;
 };
 
 // How a proposal ended.

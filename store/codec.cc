@@ -1,5 +1,6 @@
 #include "store/codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -18,7 +19,10 @@ namespace {
 using nlohmann::json;
 namespace pb = google::protobuf;
 
-constexpr const char* kFigures[] = {"device", "cold", "warm", "call"};
+// Column stems of the timing figures, in Timings' order; the figure names
+// callers use are the same with '-' for '_' ("graph-cold").
+constexpr const char* kFigures[] = {"device", "cold", "warm", "call", "graph_hot", "graph_cold"};
+constexpr int kFigureCount = 6;
 
 // VERDICT_COMPILE_ERROR -> "compile_error"; unknown numbers as decimal text.
 std::string EnumText(const pb::EnumDescriptor* descriptor, int number, absl::string_view prefix) {
@@ -72,11 +76,13 @@ v1::Dtype DtypeFromText(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> FigureColumn(absl::string_view figure) {
+  std::string stem(figure);
+  std::replace(stem.begin(), stem.end(), '-', '_');
   for (const char* known : kFigures) {
-    if (figure == known) return absl::StrCat(known, "_median_us");
+    if (stem == known) return absl::StrCat(known, "_median_us");
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("timing figure '", figure, "' must be one of device, warm, cold, call"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "timing figure '", figure, "' must be one of ", kFigureNames));
 }
 
 // ---- JSON ----
@@ -199,8 +205,12 @@ const v1::TimingStats& Figure(const v1::Timings& t, int i) {
       return t.cold();
     case 2:
       return t.warm();
-    default:
+    case 3:
       return t.call();
+    case 4:
+      return t.graph_hot();
+    default:
+      return t.graph_cold();
   }
 }
 
@@ -212,8 +222,12 @@ bool HasFigure(const v1::Timings& t, int i) {
       return t.has_cold();
     case 2:
       return t.has_warm();
-    default:
+    case 3:
       return t.has_call();
+    case 4:
+      return t.has_graph_hot();
+    default:
+      return t.has_graph_cold();
   }
 }
 
@@ -225,8 +239,12 @@ v1::TimingStats* MutableFigure(v1::Timings* t, int i) {
       return t->mutable_cold();
     case 2:
       return t->mutable_warm();
-    default:
+    case 3:
       return t->mutable_call();
+    case 4:
+      return t->mutable_graph_hot();
+    default:
+      return t->mutable_graph_cold();
   }
 }
 
@@ -238,12 +256,13 @@ std::string TimingColumns(absl::string_view prefix) {
     absl::StrAppend(&out, prefix, f, "_median_us, ", prefix, f, "_min_us, ", prefix, f, "_p90_us, ",
                     prefix, f, "_spread, ", prefix, f, "_samples, ");
   }
-  absl::StrAppend(&out, prefix, "first_call_us");
+  absl::StrAppend(&out, prefix, "first_call_us, ", prefix, "graph_calls_hot, ", prefix,
+                  "graph_calls_cold, ", prefix, "graph_cold_sets");
   return out;
 }
 
 void BindTimings(Stmt& stmt, bool present, const v1::Timings& timings) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kFigureCount; ++i) {
     if (present && HasFigure(timings, i)) {
       const v1::TimingStats& s = Figure(timings, i);
       stmt.BindReal(s.median_us()).BindReal(s.min_us()).BindReal(s.p90_us());
@@ -257,11 +276,18 @@ void BindTimings(Stmt& stmt, bool present, const v1::Timings& timings) {
   } else {
     stmt.BindNull();
   }
+  for (int32_t v : {timings.graph_calls_hot(), timings.graph_calls_cold(), timings.graph_cold_sets()}) {
+    if (present && v > 0) {
+      stmt.BindInt(v);
+    } else {
+      stmt.BindNull();
+    }
+  }
 }
 
 int ReadTimings(const Stmt& stmt, int col, v1::Timings* timings, bool* present) {
   *present = false;
-  for (int i = 0; i < 4; ++i, col += 5) {
+  for (int i = 0; i < kFigureCount; ++i, col += 5) {
     if (stmt.IsNull(col)) continue;
     v1::TimingStats* s = MutableFigure(timings, i);
     s->set_median_us(stmt.Real(col));
@@ -275,18 +301,21 @@ int ReadTimings(const Stmt& stmt, int col, v1::Timings* timings, bool* present) 
     timings->set_first_call_us(stmt.Real(col));
     *present = true;
   }
-  return col + 1;
+  if (!stmt.IsNull(col + 1)) timings->set_graph_calls_hot(static_cast<int32_t>(stmt.Int(col + 1)));
+  if (!stmt.IsNull(col + 2)) timings->set_graph_calls_cold(static_cast<int32_t>(stmt.Int(col + 2)));
+  if (!stmt.IsNull(col + 3)) timings->set_graph_cold_sets(static_cast<int32_t>(stmt.Int(col + 3)));
+  return col + 4;
 }
 
 bool HasSamples(const v1::Timings& timings) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kFigureCount; ++i) {
     if (Figure(timings, i).sample_us_size() > 0) return true;
   }
   return false;
 }
 
 void BindSamples(Stmt& stmt, const v1::Timings& timings) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kFigureCount; ++i) {
     const v1::TimingStats& s = Figure(timings, i);
     if (s.sample_us_size() > 0) {
       stmt.BindBlob(SamplesBlob(s.sample_us()));
@@ -297,7 +326,7 @@ void BindSamples(Stmt& stmt, const v1::Timings& timings) {
 }
 
 absl::Status ReadSamples(const Stmt& stmt, int col, v1::Timings* timings) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kFigureCount; ++i) {
     if (stmt.IsNull(col + i)) continue;
     v1::TimingStats* s = MutableFigure(timings, i);
     s->clear_sample_us();

@@ -68,16 +68,20 @@ std::string SamplesBlob(const google::protobuf::RepeatedField<double>& samples);
 absl::Status ParseSamplesBlob(absl::string_view blob, google::protobuf::RepeatedField<double>* out);
 
 // ---- shared column groups ----
-// The 21 columns of a Timings (5 per figure, then first_call_us), each name
-// prefixed with `prefix` (e.g. "m.").
+// The timing figures' names, as callers write them.
+inline constexpr char kFigureNames[] = "graph-cold, graph-hot, device, cold, warm, call";
+// The 34 columns of a Timings (5 per figure for six figures, first_call_us,
+// then the graph replays' call and set counts), each name prefixed with
+// `prefix` (e.g. "m.").
 std::string TimingColumns(absl::string_view prefix);
-inline constexpr int kTimingColumnCount = 21;
-// Binds the 21 timing values; a figure that is absent binds NULLs.
+inline constexpr int kTimingColumnCount = 34;
+// Binds the 34 timing values; a figure that is absent binds NULLs.
 void BindTimings(Stmt& stmt, bool present, const v1::Timings& timings);
-// Reads the 21 columns starting at col; returns the next column.
+// Reads the 34 columns starting at col; returns the next column.
 int ReadTimings(const Stmt& stmt, int col, v1::Timings* timings, bool* present);
-// Samples columns: "device_us, cold_us, warm_us, call_us".
-inline constexpr char kSampleColumns[] = "device_us, cold_us, warm_us, call_us";
+// Samples columns, one blob per figure.
+inline constexpr char kSampleColumns[] =
+    "device_us, cold_us, warm_us, call_us, graph_hot_us, graph_cold_us";
 bool HasSamples(const v1::Timings& timings);
 void BindSamples(Stmt& stmt, const v1::Timings& timings);
 absl::Status ReadSamples(const Stmt& stmt, int col, v1::Timings* timings);

@@ -1,5 +1,7 @@
 // Store: rewards, LLM exchanges (training-data export) and the cuBLASLt
 // autotuning cache.
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "store/codec.h"
 #include "store/internal.h"
@@ -24,6 +26,19 @@ absl::Status BindOptionalProblem(Db& db, const std::optional<v1::Problem>& probl
   STORE_ASSIGN_OR_RETURN(int64_t id, UpsertProblemRow(db, *problem));
   s.BindInt(id);
   return absl::OkStatus();
+}
+
+void BindOptionalReal(Stmt& s, const std::optional<double>& v) {
+  if (v.has_value()) {
+    s.BindReal(*v);
+  } else {
+    s.BindNull();
+  }
+}
+
+std::optional<double> OptionalReal(const Stmt& s, int col) {
+  if (s.IsNull(col)) return std::nullopt;
+  return s.Real(col);
 }
 
 // Reads the 7 problem columns of a LEFT JOIN: nullopt when they are NULL.
@@ -102,35 +117,71 @@ absl::StatusOr<int64_t> Store::PutLlmExchange(const LlmExchange& e) {
     STORE_ASSIGN_OR_RETURN(
         Stmt s, db_->Prepare("INSERT INTO llm_exchanges (job_id, problem_id, candidate_id, model, "
                              "endpoint, prompt, response, prompt_tokens, completion_tokens, "
-                             "latency_ms, error, created_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                             "latency_ms, error, created_at, system_prompt, messages, "
+                             "prompt_version, recipe, cost_usd, http_requests) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     s.BindTextOrNull(e.job_id);
     STORE_RETURN_IF_ERROR(store_internal::BindOptionalProblem(*db_, e.problem, s));
     s.BindTextOrNull(e.candidate_id).BindText(e.model).BindText(e.endpoint).BindText(e.prompt);
     s.BindText(e.response).BindInt(e.prompt_tokens).BindInt(e.completion_tokens);
     s.BindReal(e.latency_ms).BindText(e.error);
     s.BindInt(e.created_unix_ms != 0 ? e.created_unix_ms : Now());
+    s.BindText(e.system_prompt).BindText(e.messages_json.empty() ? "[]" : e.messages_json);
+    s.BindText(e.prompt_version).BindText(e.recipe).BindReal(e.cost_usd).BindInt(e.http_requests);
     STORE_RETURN_IF_ERROR(WithContext(s.Run(), "storing LLM exchange"));
   }
   int64_t id = db_->LastInsertId();
+  for (const LlmSample& sample : e.samples) {
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db_->Prepare("INSERT INTO llm_samples (exchange_id, sample_index, response, "
+                             "candidate_id, status, reason, reward, advantage, reward_kind) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    s.BindInt(id).BindInt(sample.sample_index).BindText(sample.response);
+    s.BindTextOrNull(sample.candidate_id).BindText(sample.status).BindText(sample.reason);
+    store_internal::BindOptionalReal(s, sample.reward);
+    store_internal::BindOptionalReal(s, sample.advantage);
+    s.BindText(sample.reward_kind);
+    STORE_RETURN_IF_ERROR(WithContext(s.Run(), "storing LLM sample"));
+  }
   STORE_RETURN_IF_ERROR(txn.Commit());
   return id;
+}
+
+absl::Status Store::SetLlmSampleOutcome(int64_t exchange_id, int sample_index,
+                                        const LlmSample& o) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE llm_samples SET candidate_id = coalesce(?, candidate_id), "
+                           "reward = ?, advantage = ?, reward_kind = ? "
+                           "WHERE exchange_id = ? AND sample_index = ?"));
+  s.BindTextOrNull(o.candidate_id);
+  store_internal::BindOptionalReal(s, o.reward);
+  store_internal::BindOptionalReal(s, o.advantage);
+  s.BindText(o.reward_kind).BindInt(exchange_id).BindInt(sample_index);
+  STORE_RETURN_IF_ERROR(WithContext(s.Run(), "updating LLM sample"));
+  if (db_->Changes() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("no LLM sample ", sample_index, " of exchange ", exchange_id));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   static const std::string kSql = absl::StrCat(
       "SELECT e.id, e.job_id, e.candidate_id, e.model, e.endpoint, e.prompt, e.response, "
-      "e.prompt_tokens, e.completion_tokens, e.latency_ms, e.error, e.created_at, ",
+      "e.prompt_tokens, e.completion_tokens, e.latency_ms, e.error, e.created_at, "
+      "e.system_prompt, e.messages, e.prompt_version, e.recipe, e.cost_usd, e.http_requests, ",
       store_internal::ProblemColumns("p."),
       " FROM llm_exchanges e LEFT JOIN problems p ON p.id = e.problem_id WHERE e.job_id = ? "
       "ORDER BY e.id");
   STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(kSql));
   s.BindText(job_id);
   std::vector<LlmExchange> out;
+  std::map<int64_t, size_t> index;
   while (true) {
     STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return out;
+    if (!row) break;
     LlmExchange& e = out.emplace_back();
     e.id = s.Int(0);
     e.job_id = s.Text(1);
@@ -144,22 +195,65 @@ absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::stri
     e.latency_ms = s.Real(9);
     e.error = s.Text(10);
     e.created_unix_ms = s.Int(11);
-    e.problem = store_internal::ReadOptionalProblem(s, 12);
+    e.system_prompt = s.Text(12);
+    e.messages_json = s.Text(13);
+    e.prompt_version = s.Text(14);
+    e.recipe = s.Text(15);
+    e.cost_usd = s.Real(16);
+    e.http_requests = s.Int(17);
+    e.problem = store_internal::ReadOptionalProblem(s, 18);
+    index[e.id] = out.size() - 1;
+  }
+  STORE_ASSIGN_OR_RETURN(
+      Stmt q, db_->Prepare("SELECT l.exchange_id, l.id, l.sample_index, l.response, l.candidate_id, "
+                           "l.status, l.reason, l.reward, l.advantage, l.reward_kind "
+                           "FROM llm_samples l JOIN llm_exchanges e ON e.id = l.exchange_id "
+                           "WHERE e.job_id = ? ORDER BY l.exchange_id, l.sample_index"));
+  q.BindText(job_id);
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return out;
+    auto it = index.find(q.Int(0));
+    if (it == index.end()) continue;
+    LlmSample& l = out[it->second].samples.emplace_back();
+    l.id = q.Int(1);
+    l.sample_index = static_cast<int>(q.Int(2));
+    l.response = q.Text(3);
+    l.candidate_id = q.Text(4);
+    l.status = q.Text(5);
+    l.reason = q.Text(6);
+    l.reward = store_internal::OptionalReal(q, 7);
+    l.advantage = store_internal::OptionalReal(q, 8);
+    l.reward_kind = q.Text(9);
   }
 }
 
 absl::StatusOr<std::optional<LtAlgo>> Store::GetLtAlgo(const v1::Problem& problem,
-                                                       const std::string& cublas_version) {
+                                                       const std::string& cublas_version,
+                                                       const std::string& figure) {
+  STORE_ASSIGN_OR_RETURN(std::vector<LtAlgo> all, GetLtAlgos(problem, cublas_version));
+  for (LtAlgo& a : all) {
+    if (a.figure == figure) return std::optional<LtAlgo>(std::move(a));
+  }
+  return std::optional<LtAlgo>();
+}
+
+absl::StatusOr<std::vector<LtAlgo>> Store::GetLtAlgos(const v1::Problem& problem,
+                                                      const std::string& cublas_version) {
   absl::MutexLock lock(&mu_);
+  std::vector<LtAlgo> out;
   STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
                          store_internal::FindProblemId(*db_, problem));
-  if (!problem_id.has_value()) return std::optional<LtAlgo>();
-  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT algo, measured_at FROM lt_algo_cache "
-                                              "WHERE problem_id = ? AND cublas_version = ?"));
+  if (!problem_id.has_value()) return out;
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT algo, measured_at, figure FROM lt_algo_cache "
+                                              "WHERE problem_id = ? AND cublas_version = ? "
+                                              "ORDER BY figure"));
   s.BindInt(*problem_id).BindText(cublas_version);
-  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<LtAlgo>();
-  return std::optional<LtAlgo>(LtAlgo{s.Blob(0), s.Int(1)});
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    out.push_back(LtAlgo{s.Blob(0), s.Int(1), s.Text(2)});
+  }
 }
 
 absl::Status Store::PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
@@ -167,17 +261,18 @@ absl::Status Store::PutLtAlgo(const v1::Problem& problem, const std::string& cub
   if (algo.algo.empty() || cublas_version.empty()) {
     return absl::InvalidArgumentError("a cuBLASLt cache entry needs algo bytes and a version");
   }
+  STORE_RETURN_IF_ERROR(store_internal::FigureColumn(algo.figure).status());
   absl::MutexLock lock(&mu_);
   Transaction txn(*db_);
   STORE_RETURN_IF_ERROR(txn.Begin());
   STORE_ASSIGN_OR_RETURN(int64_t problem_id, store_internal::UpsertProblemRow(*db_, problem));
   {
     STORE_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare("INSERT INTO lt_algo_cache (problem_id, cublas_version, algo, "
-                             "measured_at) VALUES (?, ?, ?, ?) "
-                             "ON CONFLICT (problem_id, cublas_version) DO UPDATE SET "
+        Stmt s, db_->Prepare("INSERT INTO lt_algo_cache (problem_id, cublas_version, figure, "
+                             "algo, measured_at) VALUES (?, ?, ?, ?, ?) "
+                             "ON CONFLICT (problem_id, cublas_version, figure) DO UPDATE SET "
                              "algo = excluded.algo, measured_at = excluded.measured_at"));
-    s.BindInt(problem_id).BindText(cublas_version).BindBlob(algo.algo);
+    s.BindInt(problem_id).BindText(cublas_version).BindText(algo.figure).BindBlob(algo.algo);
     s.BindInt(algo.measured_unix_ms != 0 ? algo.measured_unix_ms : Now());
     STORE_RETURN_IF_ERROR(s.Run());
   }

@@ -252,26 +252,54 @@ absl::Status Store::RecordHeartbeat(const std::string& worker_id) {
   return absl::OkStatus();
 }
 
+namespace {
+
+constexpr char kWorkerSelect[] =
+    "SELECT id, hostname, gpus, build_jobs, versions, registered_at, last_heartbeat_at, state, "
+    "quarantine_reason, infra_failures, builds, build_seconds, measures, measure_seconds "
+    "FROM workers ";
+
+absl::Status ReadWorker(const Stmt& s, WorkerRecord& w) {
+  w.id = s.Text(0);
+  w.hostname = s.Text(1);
+  STORE_RETURN_IF_ERROR(
+      store_internal::ParseMessageListJson(s.Text(2), [&w] { return &w.gpus.emplace_back(); }));
+  w.build_jobs = static_cast<int32_t>(s.Int(3));
+  w.versions = s.Text(4);
+  w.registered_unix_ms = s.Int(5);
+  w.last_heartbeat_unix_ms = s.Int(6);
+  w.state = s.Text(7);
+  w.quarantine_reason = s.Text(8);
+  w.infra_failures = static_cast<int32_t>(s.Int(9));
+  w.builds = s.Int(10);
+  w.build_seconds = s.Real(11);
+  w.measures = s.Int(12);
+  w.measure_seconds = s.Real(13);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<WorkerRecord>> Store::ListWorkers() {
   absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, hostname, gpus, build_jobs, versions, "
-                                              "registered_at, last_heartbeat_at, state "
-                                              "FROM workers ORDER BY id"));
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(kWorkerSelect, "ORDER BY id")));
   std::vector<WorkerRecord> workers;
   while (true) {
     STORE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return workers;
-    WorkerRecord& w = workers.emplace_back();
-    w.id = s.Text(0);
-    w.hostname = s.Text(1);
-    STORE_RETURN_IF_ERROR(
-        store_internal::ParseMessageListJson(s.Text(2), [&w] { return &w.gpus.emplace_back(); }));
-    w.build_jobs = static_cast<int32_t>(s.Int(3));
-    w.versions = s.Text(4);
-    w.registered_unix_ms = s.Int(5);
-    w.last_heartbeat_unix_ms = s.Int(6);
-    w.state = s.Text(7);
+    STORE_RETURN_IF_ERROR(ReadWorker(s, workers.emplace_back()));
   }
+}
+
+absl::StatusOr<WorkerRecord> Store::GetWorker(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(kWorkerSelect, "WHERE id = ?")));
+  s.BindText(worker_id);
+  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
+  WorkerRecord w;
+  STORE_RETURN_IF_ERROR(ReadWorker(s, w));
+  return w;
 }
 
 }  // namespace anvil

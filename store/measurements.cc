@@ -24,8 +24,8 @@ const std::string& InsertMeasurementSql() {
       TimingColumns(""),
       ", sol_us, efficiency, graph_capturable, kernels_per_call, kernel_names, "
       "streams_per_call, workspace_bytes, profile, gpu_uuid, worker, measured_at, seconds, "
-      "versions, verified, created_at) VALUES (",
-      Placeholders(8 + kTimingColumnCount + 15), ")");
+      "versions, verified, created_at, graph_note) VALUES (",
+      Placeholders(8 + kTimingColumnCount + 16), ")");
   return sql;
 }
 
@@ -40,7 +40,7 @@ absl::Status InsertSamples(Db& db, int64_t measurement_id, std::optional<int64_t
                            const v1::Timings& timings) {
   if (!HasSamples(timings)) return absl::OkStatus();
   static const std::string kSql = absl::StrCat("INSERT INTO samples (measurement_id, baseline_id, ",
-                                               kSampleColumns, ") VALUES (", Placeholders(6), ")");
+                                               kSampleColumns, ") VALUES (", Placeholders(8), ")");
   STORE_ASSIGN_OR_RETURN(Stmt stmt, db.Prepare(kSql));
   stmt.BindInt(measurement_id);
   if (baseline_id.has_value()) {
@@ -80,6 +80,7 @@ void BindMeasurement(Stmt& s, const v1::Measurement& m, int64_t problem_id,
   s.BindText(DoubleMapJson(m.profile())).BindText(m.gpu_uuid()).BindText(m.worker());
   s.BindInt(m.measured_at_unix_ms() != 0 ? m.measured_at_unix_ms() : now);
   s.BindReal(m.seconds()).BindText(m.versions()).BindInt(m.verified() ? 1 : 0).BindInt(now);
+  s.BindText(m.graph_note());
 }
 
 absl::StatusOr<int64_t> InsertMeasurement(Db& db, const v1::Measurement& m,
@@ -130,6 +131,7 @@ absl::Status ReadMeasurementColumns(const Stmt& s, StoredMeasurement* out) {
   m.set_seconds(s.Real(c++));
   m.set_versions(s.Text(c++));
   m.set_verified(s.Int(c++) != 0);
+  m.set_graph_note(s.Text(c++));
   ReadProblem(s, c, m.mutable_problem());
   return absl::OkStatus();
 }
@@ -189,7 +191,7 @@ const std::string& MeasurementSelect() {
       TimingColumns("m."),
       ", m.sol_us, m.efficiency, m.graph_capturable, m.kernels_per_call, m.kernel_names, "
       "m.streams_per_call, m.workspace_bytes, m.profile, m.gpu_uuid, m.worker, m.measured_at, "
-      "m.seconds, m.versions, m.verified, ",
+      "m.seconds, m.versions, m.verified, m.graph_note, ",
       ProblemColumns("p."), " FROM measurements m JOIN problems p ON p.id = m.problem_id ");
   return sql;
 }

@@ -2,9 +2,11 @@
 // Ranking uses the partial indexes measurements_passed_<figure>
 // (problem_id, <figure>_median_us) WHERE verdict = 'passed'; the queries
 // repeat that literal condition so SQLite can use them.
+#include <algorithm>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "proto/figures.h"
 #include "store/codec.h"
 #include "store/internal.h"
 #include "store/store.h"
@@ -18,7 +20,45 @@ using store_internal::Stmt;
 namespace store_internal {
 namespace {
 
-// A Kernel from a measurement: its candidate and the build that made it.
+// The speedup spread of every figure over the verified PASSED measurements of
+// the kernel's candidate on the measurement's problem (one per runner process).
+absl::Status AttachSpreads(Db& db, v1::Kernel* kernel) {
+  const v1::Measurement& m = kernel->measurement();
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id, FindProblemId(db, m.problem()));
+  if (!problem_id.has_value()) return absl::OkStatus();
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare(absl::StrCat(MeasurementSelect(),
+                                      "WHERE m.candidate_id = ? AND m.problem_id = ? AND "
+                                      "m.verdict = 'passed' AND m.verified = 1 ORDER BY m.id")));
+  s.BindText(m.candidate_id()).BindInt(*problem_id);
+  std::vector<v1::Measurement> runs;
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    STORE_ASSIGN_OR_RETURN(StoredMeasurement r, ReadMeasurementRow(db, s, Detail::kBaselines));
+    runs.push_back(std::move(r.measurement));
+  }
+  for (absl::string_view figure : kFigures) {
+    std::vector<double> speedups;
+    for (const v1::Measurement& r : runs) {
+      const double x = SpeedupOverBestBaseline(r, figure);
+      if (x > 0) speedups.push_back(x);
+    }
+    if (speedups.empty()) continue;
+    std::sort(speedups.begin(), speedups.end());
+    v1::SpeedupSpread* spread = kernel->add_spreads();
+    spread->set_figure(std::string(figure));
+    const size_t n = speedups.size();
+    spread->set_median(n % 2 ? speedups[n / 2] : 0.5 * (speedups[n / 2 - 1] + speedups[n / 2]));
+    spread->set_min(speedups.front());
+    spread->set_max(speedups.back());
+    spread->set_runs(static_cast<int32_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+// A Kernel from a measurement: its candidate, the build that made it and the
+// spread of its verified runs.
 absl::StatusOr<v1::Kernel> MakeKernel(Db& db, StoredMeasurement stored) {
   v1::Kernel kernel;
   const std::string& candidate_id = stored.measurement.candidate_id();
@@ -35,6 +75,7 @@ absl::StatusOr<v1::Kernel> MakeKernel(Db& db, StoredMeasurement stored) {
                          LoadLatestBuild(db, candidate_id, /*prefer_passed=*/true));
   if (build.has_value()) *kernel.mutable_build() = *std::move(build);
   *kernel.mutable_measurement() = std::move(stored.measurement);
+  STORE_RETURN_IF_ERROR(AttachSpreads(db, &kernel));
   return kernel;
 }
 

@@ -64,6 +64,22 @@ struct Reward {
   int64_t created_unix_ms = 0;         // 0: the store's clock
 };
 
+// One sample of an exchange: a choice the model returned and what became
+// of it. status: "proposed" (a candidate went to be built and measured),
+// "no_code", "abi", "policy", "duplicate" (refused before nvcc), "missing"
+// (the server returned fewer choices). reward/advantage are set once known.
+struct LlmSample {
+  int64_t id = 0;  // set by the store
+  int sample_index = 0;
+  std::string response;
+  std::string candidate_id;  // when proposed
+  std::string status;
+  std::string reason;
+  std::optional<double> reward;
+  std::optional<double> advantage;
+  std::string reward_kind;  // "speedup", "compile_error", "rejected", ...
+};
+
 // One request/response with an LLM endpoint, kept for training-data export.
 struct LlmExchange {
   int64_t id = 0;                      // set by the store
@@ -79,6 +95,14 @@ struct LlmExchange {
   double latency_ms = 0;
   std::string error;            // empty on success
   int64_t created_unix_ms = 0;  // 0: the store's clock
+  // Schema 6: the request as sent and what it cost, and its samples.
+  std::string system_prompt;
+  std::string messages_json = "[]";  // [{"role","content"}...]: the conversation sent
+  std::string prompt_version;        // prompts/VERSION
+  std::string recipe;                // the context recipe, e.g. "contrast"
+  double cost_usd = 0;
+  int64_t http_requests = 0;
+  std::vector<LlmSample> samples;    // stored with the exchange, read back with it
 };
 
 // A registered GPU worker daemon.
@@ -91,12 +115,69 @@ struct WorkerRecord {
   std::string state = "alive";         // free text: "alive", "dead", "draining"
   int64_t registered_unix_ms = 0;      // set by the store on first upsert
   int64_t last_heartbeat_unix_ms = 0;  // set by the store
+  // Fleet bookkeeping, kept by the store (UpsertWorker leaves them as they are).
+  std::string quarantine_reason;       // non-empty: quarantined, and why
+  int32_t infra_failures = 0;          // consecutive failures that were not the candidate's
+  int64_t builds = 0;                  // build tasks reported
+  double build_seconds = 0;            // their summed wall time (s)
+  int64_t measures = 0;                // measure tasks reported
+  double measure_seconds = 0;          // their summed wall time (s)
 };
 
-// The autotuned cuBLASLt algorithm for one problem and cuBLAS version.
+// One task of the fleet's queue (store/SCHEMA.md, "Tasks"). The store keeps
+// the payload and result as opaque bytes (serialized anvil.v1 messages, the
+// Fleet service's business).
+struct TaskRecord {
+  std::string id;
+  std::string kind;                // "build" or "measure"
+  std::string job_id;              // empty: no job
+  std::string candidate_id;
+  std::string gpu;                 // GPU model a measure task needs; "" for builds
+  std::string payload;             // what the worker needs to run it
+  std::string state = "queued";    // queued, leased, done, cancelled
+  int32_t attempt = 0;             // leases so far; the current lease's number
+  int32_t expired_leases = 0;      // leases that ran out before a result came
+  std::string lease_owner;         // worker id while leased
+  int32_t lease_slot = -1;         // the worker's GPU ordinal (-1: a build slot)
+  int64_t lease_expires_unix_ms = 0;
+  std::string result;              // the accepted result, once done
+  int32_t result_attempt = 0;      // the attempt whose result was accepted
+  std::string result_worker;
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+};
+
+// Who asks for a task and what it can take.
+struct TaskLeaseRequest {
+  std::string worker_id;
+  int32_t slot = -1;             // GPU ordinal; -1 for a build slot
+  std::string gpu;               // the slot's GPU model; "" takes no measure task
+  bool take_builds = false;      // may take build tasks
+  int64_t lease_ms = 30000;      // lease length
+};
+
+// What became of a reported result.
+enum class TaskResultOutcome {
+  kAccepted,         // stored now
+  kAlreadyAccepted,  // the same task and attempt was stored before (a retry)
+  kRefused,          // the lease had expired, was re-leased or was not this worker's
+};
+
+// The queue at a glance.
+struct TaskCounts {
+  int64_t queued = 0;
+  int64_t leased = 0;
+  int64_t done = 0;
+  int64_t cancelled = 0;
+  int64_t expired_leases = 0;  // summed over every task
+};
+
+// The autotuned cuBLASLt algorithm for one problem, cuBLAS version and the
+// figure it was tuned by ("device", "graph-hot", "graph-cold").
 struct LtAlgo {
   std::string algo;              // raw bytes of cublasLtMatmulAlgo_t (64 bytes)
   int64_t measured_unix_ms = 0;  // 0 on put: the store's clock
+  std::string figure = "device";
 };
 
 // What a job has measured so far, per problem, read from its measurement

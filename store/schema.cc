@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <iterator>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +141,43 @@ constexpr const char kSchemaV1[] =
 // to random; forget them, so each problem is tuned again by device time.
 constexpr const char kSchemaV2[] = "DELETE FROM lt_algo_cache;";
 
+// Graph-replay timing in two named cache regimes (graph_hot, graph_cold) for
+// measurements and baselines, their samples, the ranking indexes, and why a
+// row has no graph figure: rows measured before this step say so. The
+// cuBLASLt cache keys each choice by the figure it was tuned by; the choices
+// kept were tuned by device time.
+#define STORE_ADD_STATS(t, f)                                              \
+  "ALTER TABLE " t " ADD COLUMN " f "_median_us REAL;"                     \
+  "ALTER TABLE " t " ADD COLUMN " f "_min_us REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_p90_us REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_spread REAL;"                        \
+  "ALTER TABLE " t " ADD COLUMN " f "_samples INTEGER;"
+#define STORE_ADD_GRAPH(t)                                                  \
+  STORE_ADD_STATS(t, "graph_hot") STORE_ADD_STATS(t, "graph_cold")         \
+  "ALTER TABLE " t " ADD COLUMN graph_calls_hot INTEGER;"                  \
+  "ALTER TABLE " t " ADD COLUMN graph_calls_cold INTEGER;"                 \
+  "ALTER TABLE " t " ADD COLUMN graph_cold_sets INTEGER;"
+constexpr const char kSchemaV3[] =
+    STORE_ADD_GRAPH("measurements") STORE_ADD_GRAPH("baselines")
+    "ALTER TABLE measurements ADD COLUMN graph_note TEXT NOT NULL DEFAULT "
+    "  'measured before graph-replay timing: no graph figures';"
+    "ALTER TABLE samples ADD COLUMN graph_hot_us BLOB;"
+    "ALTER TABLE samples ADD COLUMN graph_cold_us BLOB;"
+    "CREATE INDEX measurements_passed_graph_hot ON measurements (problem_id, graph_hot_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE INDEX measurements_passed_graph_cold ON measurements (problem_id, graph_cold_median_us)"
+    "  WHERE verdict = 'passed';"
+    "CREATE TABLE lt_algo_cache_by_figure ("
+    "  problem_id INTEGER NOT NULL REFERENCES problems (id),"
+    "  cublas_version TEXT NOT NULL, figure TEXT NOT NULL, algo BLOB NOT NULL,"
+    "  measured_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (problem_id, cublas_version, figure)) WITHOUT ROWID;"
+    "INSERT INTO lt_algo_cache_by_figure SELECT problem_id, cublas_version, 'device', algo, "
+    "  measured_at FROM lt_algo_cache;"
+    "DROP TABLE lt_algo_cache;"
+    "ALTER TABLE lt_algo_cache_by_figure RENAME TO lt_algo_cache;";
+#undef STORE_ADD_GRAPH
+#undef STORE_ADD_STATS
 // Jobs owned by the coordinator: a client's request id (idempotent
 // OptimizeKernel: the id and the SHA-256 of the request body), the wall and
 // GPU seconds spent over all of a job's runs (a resumed job spends only what
@@ -153,10 +191,59 @@ constexpr const char kSchemaV4[] =
     "CREATE UNIQUE INDEX jobs_request_id ON jobs (request_id) WHERE request_id IS NOT NULL;"
     "ALTER TABLE job_problems ADD COLUMN status TEXT NOT NULL DEFAULT '';";
 
+// The fleet's task queue and leases (store/SCHEMA.md, "Tasks"): one row per
+// build or measure task, leased to one worker slot at a time; attempt counts
+// the leases, so a result is keyed by task id and attempt and a late result
+// of an expired lease is told apart. Workers gain a quarantine reason, their
+// consecutive infrastructure failures and build and measure throughput.
+constexpr const char kSchemaV5[] =
+    "CREATE TABLE tasks ("
+    "  id TEXT PRIMARY KEY,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('build', 'measure')),"
+    "  job_id TEXT, candidate_id TEXT NOT NULL, gpu TEXT NOT NULL DEFAULT '',"
+    "  payload BLOB NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'cancelled')),"
+    "  attempt INTEGER NOT NULL DEFAULT 0, expired_leases INTEGER NOT NULL DEFAULT 0,"
+    "  lease_owner TEXT, lease_slot INTEGER, lease_expires_at INTEGER,"
+    "  result BLOB, result_attempt INTEGER, result_worker TEXT,"
+    "  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);"
+    "CREATE INDEX tasks_queue ON tasks (state, kind, gpu, created_at);"
+    "CREATE INDEX tasks_lease_expiry ON tasks (lease_expires_at) WHERE state = 'leased';"
+    "CREATE INDEX tasks_job ON tasks (job_id);"
+    "ALTER TABLE workers ADD COLUMN quarantine_reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE workers ADD COLUMN infra_failures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN builds INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN build_seconds REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN measures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workers ADD COLUMN measure_seconds REAL NOT NULL DEFAULT 0;";
+// The LLM proposer's training data: what each exchange sent (the system
+// prompt and the whole conversation, the templates' version, the context
+// recipe), what it cost (dollars, HTTP requests), and one row per sample (a
+// choice the model returned) with what became of it and, once its candidate
+// was measured, its reward and its group-normalised advantage.
+constexpr const char kSchemaV6[] =
+    "ALTER TABLE llm_exchanges ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN messages TEXT NOT NULL DEFAULT '[]'"
+    "  CHECK (json_valid(messages));"
+    "ALTER TABLE llm_exchanges ADD COLUMN prompt_version TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN recipe TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE llm_exchanges ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE llm_exchanges ADD COLUMN http_requests INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE llm_samples ("
+    "  id INTEGER PRIMARY KEY,"
+    "  exchange_id INTEGER NOT NULL REFERENCES llm_exchanges (id) ON DELETE CASCADE,"
+    "  sample_index INTEGER NOT NULL, response TEXT NOT NULL, candidate_id TEXT,"
+    "  status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',"
+    "  reward REAL, advantage REAL, reward_kind TEXT NOT NULL DEFAULT '',"
+    "  UNIQUE (exchange_id, sample_index));";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
     {4, kSchemaV4},
+    {5, kSchemaV5},
+    {6, kSchemaV6},
 };
 
 struct Header {
@@ -248,9 +335,10 @@ absl::Status SetWritePragmas(Db& db, const StoreOptions& options) {
 // Applies every step newer than the stored version, one transaction each.
 // The version is re-read inside the transaction: another process may have
 // migrated meanwhile.
-absl::StatusOr<int> Migrate(Db& db) {
+absl::StatusOr<int> Migrate(Db& db, int up_to = std::numeric_limits<int>::max()) {
   int version = 0;
   for (const Migration& step : kMigrations) {
+    if (step.version > up_to) break;
     Transaction txn(db);
     STORE_RETURN_IF_ERROR(txn.Begin());
     STORE_ASSIGN_OR_RETURN(int64_t current, db.QueryInt("PRAGMA user_version"));
@@ -303,6 +391,13 @@ absl::StatusOr<OpenedDb> OpenDatabase(const std::string& path, const StoreOption
   }
   opened.db = std::move(db);
   return opened;
+}
+
+absl::Status CreateAtSchemaVersion(const std::string& path, int version) {
+  STORE_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                         Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  STORE_RETURN_IF_ERROR(SetWritePragmas(*db, StoreOptions()));
+  return Migrate(*db, version).status();
 }
 
 }  // namespace anvil::store_internal

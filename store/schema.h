@@ -32,6 +32,10 @@ struct OpenedDb {
 // timeout) and applies pending migrations unless read-only.
 absl::StatusOr<OpenedDb> OpenDatabase(const std::string& path, const StoreOptions& options);
 
+// For migration tests: creates a database at `path` with the schema of
+// `version` (the steps up to it), as an older Anvil would have left it.
+absl::Status CreateAtSchemaVersion(const std::string& path, int version);
+
 }  // namespace anvil::store_internal
 
 #endif  // ANVIL_STORE_SCHEMA_H_

@@ -120,16 +120,76 @@ class Store {
   absl::Status UpsertWorker(const WorkerRecord& worker);
   absl::Status RecordHeartbeat(const std::string& worker_id);
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers();
+  absl::StatusOr<WorkerRecord> GetWorker(const std::string& worker_id);
+  // Counts one reported task of a worker: its kind ("build" or "measure")
+  // and wall time, and whether it failed for a reason that is not the
+  // candidate's (infrastructure: driver error, runner crash before candidate
+  // code ran). `quarantine_after` consecutive such failures quarantine the
+  // worker with `reason`; a clean run resets the count. Returns the worker.
+  absl::StatusOr<WorkerRecord> RecordWorkerRun(const std::string& worker_id,
+                                               const std::string& kind, double seconds,
+                                               bool infra_failure, const std::string& reason,
+                                               int quarantine_after);
+  // Lifts a quarantine (an operator fixed the node).
+  absl::Status ClearQuarantine(const std::string& worker_id);
+
+  // The fleet's task queue (store/SCHEMA.md, "Tasks"). Every call is one
+  // transaction, so a restart keeps the queue as the last call left it.
+  // Stores a queued task; idempotent on task.id (a task stored before is left
+  // as it is). REQUIRES: id, kind, candidate_id and payload set.
+  absl::Status EnqueueTask(const TaskRecord& task);
+  // Returns every expired lease to the queue (counting it), then leases the
+  // oldest queued task the request can take: a measure task needing the
+  // request's GPU model first, then a build task when take_builds. nullopt
+  // when there is none. The lease's attempt is the task's new attempt.
+  absl::StatusOr<std::optional<TaskRecord>> LeaseTask(const TaskLeaseRequest& request);
+  // Extends the leases of `task_ids` held by the worker by lease_ms and
+  // records its heartbeat. Returns the ids it should abandon: cancelled,
+  // done, re-leased to another or unknown.
+  absl::StatusOr<std::vector<std::string>> RenewLeases(const std::string& worker_id,
+                                                       const std::vector<std::string>& task_ids,
+                                                       int64_t lease_ms);
+  // Stores a task's result, keyed by task id and attempt: accepted once;
+  // the same attempt reported again is kAlreadyAccepted and changes nothing;
+  // a result of a lease that has expired (or of another worker or attempt)
+  // is kRefused, stores nothing, and returns an expired lease to the queue.
+  // NotFound for an unknown task.
+  absl::StatusOr<TaskResultOutcome> ReportTaskResult(const std::string& task_id, int32_t attempt,
+                                                     const std::string& worker_id,
+                                                     const std::string& result);
+  // Returns a lease to the queue at once (its holder could not run it for a
+  // reason that is not the candidate's); false when the lease was no longer
+  // the worker's (expired, re-leased, done).
+  absl::StatusOr<bool> ReleaseTask(const std::string& task_id, int32_t attempt,
+                                   const std::string& worker_id);
+  // Returns expired leases to the queue; how many.
+  absl::StatusOr<int64_t> ExpireLeases();
+  absl::StatusOr<TaskRecord> GetTask(const std::string& task_id);
+  // Cancels a job's queued and leased tasks; how many.
+  absl::StatusOr<int64_t> CancelTasks(const std::string& job_id);
+  absl::StatusOr<TaskCounts> CountTasks();
+  // Tasks in a state ("" for all), oldest first, at most limit.
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& state, int limit = 1000);
 
   // LLM exchanges (training-data export) and the cuBLASLt algorithm cache.
+  // Stores the exchange and its samples in one transaction.
   absl::StatusOr<int64_t> PutLlmExchange(const LlmExchange& exchange);
+  // With their samples, in sample order.
   absl::StatusOr<std::vector<LlmExchange>> ListLlmExchanges(const std::string& job_id);
+  // Sets a stored sample's candidate, reward and advantage. NotFound when absent.
+  absl::Status SetLlmSampleOutcome(int64_t exchange_id, int sample_index, const LlmSample& outcome);
+  // The cached choice tuned by `figure` ("device", "graph-hot", "graph-cold").
   absl::StatusOr<std::optional<LtAlgo>> GetLtAlgo(const v1::Problem& problem,
-                                                  const std::string& cublas_version);
+                                                  const std::string& cublas_version,
+                                                  const std::string& figure = "device");
+  // Every cached choice for the problem and version, one per figure.
+  absl::StatusOr<std::vector<LtAlgo>> GetLtAlgos(const v1::Problem& problem,
+                                                 const std::string& cublas_version);
   absl::Status PutLtAlgo(const v1::Problem& problem, const std::string& cublas_version,
                          const LtAlgo& algo);
 
-  // Queries. figure: "device", "warm", "cold" or "call".
+  // Queries. figure: "graph-cold", "graph-hot", "device", "cold", "warm" or
+  // "call" (Timings says what each measures).
   // The fastest PASSED and verified measurement on the problem, with its
   // candidate and build (samples included); nullopt when there is none.
   absl::StatusOr<std::optional<v1::Kernel>> BestKernel(const v1::Problem& problem,

@@ -330,6 +330,53 @@ TEST_F(StoreQueriesTest, RewardsAndLlmExchanges) {
   EXPECT_FALSE((*exchanges)[1].problem.has_value());
 }
 
+TEST_F(StoreQueriesTest, LlmExchangesKeepTheirSamplesRewardsAndAdvantages) {
+  ASSERT_TRUE(store_->CreateJob("job-s", v1::OptimizeKernelRequest()).ok());
+  LlmExchange e;
+  e.job_id = "job-s";
+  e.model = "smollm2";
+  e.endpoint = "POST http://127.0.0.1:8080/v1/chat/completions";
+  e.system_prompt = "you write kernels";
+  e.messages_json = R"([{"role":"user","content":"faster"}])";
+  e.prompt = "faster";
+  e.prompt_version = "2026-11-26";
+  e.recipe = "contrast";
+  e.cost_usd = 0.0125;
+  e.http_requests = 3;
+  e.samples.push_back({0, 0, "```cuda ...```", "cand0", "proposed", "", std::nullopt,
+                       std::nullopt, ""});
+  e.samples.push_back({0, 1, "no idea", "", "no_code", "the answer has no code block", -10.0,
+                       std::nullopt, "rejected"});
+  absl::StatusOr<int64_t> id = store_->PutLlmExchange(e);
+  ASSERT_TRUE(id.ok()) << id.status();
+  LlmSample outcome;
+  outcome.reward = 0.25;
+  outcome.advantage = 1.0;
+  outcome.reward_kind = "speedup";
+  ASSERT_TRUE(store_->SetLlmSampleOutcome(*id, 0, outcome).ok());
+  EXPECT_EQ(store_->SetLlmSampleOutcome(*id, 7, outcome).code(), absl::StatusCode::kNotFound);
+  auto got = store_->ListLlmExchanges("job-s");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  const LlmExchange& g = (*got)[0];
+  EXPECT_EQ(g.recipe, "contrast");
+  EXPECT_EQ(g.prompt_version, "2026-11-26");
+  EXPECT_DOUBLE_EQ(g.cost_usd, 0.0125);
+  EXPECT_EQ(g.http_requests, 3);
+  EXPECT_EQ(g.messages_json, e.messages_json);
+  ASSERT_EQ(g.samples.size(), 2u);
+  EXPECT_EQ(g.samples[0].candidate_id, "cand0");  // kept: the outcome named none
+  EXPECT_EQ(g.samples[0].reward, 0.25);
+  EXPECT_EQ(g.samples[0].advantage, 1.0);
+  EXPECT_EQ(g.samples[1].status, "no_code");
+  EXPECT_EQ(g.samples[1].reward, -10.0);
+  EXPECT_FALSE(g.samples[1].advantage.has_value());
+  LlmExchange bad = e;
+  bad.messages_json = "{oops";
+  EXPECT_FALSE(store_->PutLlmExchange(bad).ok());
+  EXPECT_EQ(store_->ListLlmExchanges("job-s")->size(), 1u);  // nothing half-stored
+}
+
 TEST_F(StoreQueriesTest, LtAlgoCache) {
   v1::Problem p = TestProblem(4096, 1024, 512);
   EXPECT_FALSE(store_->GetLtAlgo(p, "13.1.0")->has_value());
@@ -344,6 +391,81 @@ TEST_F(StoreQueriesTest, LtAlgoCache) {
   std::string other(64, 'x');
   ASSERT_TRUE(store_->PutLtAlgo(p, "13.1.0", {other, 5}).ok());
   EXPECT_EQ((*store_->GetLtAlgo(p, "13.1.0"))->algo, other);
+}
+
+// A choice tuned in one regime is kept beside the others, not in their place.
+TEST_F(StoreQueriesTest, LtAlgoCacheKeepsOneChoicePerFigure) {
+  v1::Problem p = TestProblem(1, 4096, 4096);
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'd'), 0, "device"}).ok());
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'h'), 0, "graph-hot"}).ok());
+  ASSERT_TRUE(store_->PutLtAlgo(p, "130100", {std::string(64, 'c'), 0, "graph-cold"}).ok());
+  EXPECT_EQ(store_->PutLtAlgo(p, "130100", {std::string(64, 'x'), 0, "fastest"}).code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<LtAlgo>> all = store_->GetLtAlgos(p, "130100");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100", "graph-cold"))->algo, std::string(64, 'c'));
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100", "graph-hot"))->algo, std::string(64, 'h'));
+  EXPECT_EQ((*store_->GetLtAlgo(p, "130100"))->algo, std::string(64, 'd'));
+}
+
+// The graph figures round-trip and rank; a measurement without them (a call
+// that cannot be captured) never wins by a graph figure, and says why.
+TEST_F(StoreQueriesTest, GraphFiguresRankAndAbsentOnesNeverWin) {
+  v1::Problem p = TestProblem(1000, 1000, 1000);
+  v1::Measurement a = TestMeasurement("cand0", p, 10.0);  // graph-cold 15
+  a.set_verified(true);
+  v1::Measurement b = TestMeasurement("cand1", p, 12.0);  // graph-cold 18, but...
+  b.mutable_timings()->mutable_graph_cold()->set_median_us(14.0);  // ...faster cold
+  b.set_verified(true);
+  v1::Measurement c = TestMeasurement("cand2", p, 1.0);  // fastest by device, no graph figures
+  c.mutable_timings()->clear_graph_cold();
+  c.mutable_timings()->clear_graph_hot();
+  c.set_graph_note("candidate cannot be captured in a CUDA graph: cudaErrorStreamCaptureUnsupported");
+  c.set_verified(true);
+  std::vector<v1::Measurement> batch = {a, b, c};
+  ASSERT_TRUE(store_->PutMeasurements(batch).ok());
+  EXPECT_EQ((*store_->BestKernel(p, "graph-cold"))->candidate().id(), "cand1");
+  EXPECT_EQ((*store_->BestKernel(p, "graph-hot"))->candidate().id(), "cand0");
+  EXPECT_EQ((*store_->BestKernel(p, "device"))->candidate().id(), "cand2");
+  std::optional<v1::Kernel> best = *store_->BestKernel(p, "graph-cold");
+  EXPECT_EQ(best->measurement().timings().graph_calls_cold(), 120);
+  EXPECT_EQ(best->measurement().timings().graph_cold_sets(), 24);
+  EXPECT_EQ(best->measurement().timings().graph_cold().sample_us_size(), 5);
+  EXPECT_EQ(best->measurement().baselines(0).timings().graph_cold().median_us(), 1.6 * 12.0);
+  EXPECT_THAT((*store_->BestKernel(p, "device"))->measurement().graph_note(),
+              testing::HasSubstr("cannot be captured"));
+}
+
+// Each verified run of a winner is a runner process of its own; the kernel
+// carries the median and range of their speedups, per figure.
+TEST_F(StoreQueriesTest, KernelCarriesTheSpreadOfItsVerifiedRuns) {
+  v1::Problem p = TestProblem(2048, 2048, 2048);
+  std::vector<v1::Measurement> runs;
+  for (double base : {1.5, 1.7, 1.6}) {  // graph-cold speedups of the three runs
+    v1::Measurement m = TestMeasurement("cand4", p, 10.0);
+    for (v1::Baseline& b : *m.mutable_baselines()) {
+      b.mutable_timings()->mutable_graph_cold()->set_median_us(base * 10.0);
+    }
+    m.mutable_timings()->mutable_graph_cold()->set_median_us(10.0);
+    m.set_verified(true);
+    runs.push_back(m);
+  }
+  v1::Measurement unverified = TestMeasurement("cand4", p, 10.0);  // not a verified run
+  unverified.mutable_timings()->mutable_graph_cold()->set_median_us(1.0);
+  runs.push_back(unverified);
+  ASSERT_TRUE(store_->PutMeasurements(runs).ok());
+  std::optional<v1::Kernel> k = *store_->BestKernel(p, "graph-cold");
+  ASSERT_TRUE(k.has_value());
+  const v1::SpeedupSpread* cold = nullptr;
+  for (const v1::SpeedupSpread& s : k->spreads()) {
+    if (s.figure() == "graph-cold") cold = &s;
+  }
+  ASSERT_NE(cold, nullptr);
+  EXPECT_EQ(cold->runs(), 3);
+  EXPECT_NEAR(cold->median(), 1.6, 1e-9);
+  EXPECT_NEAR(cold->min(), 1.5, 1e-9);
+  EXPECT_NEAR(cold->max(), 1.7, 1e-9);
 }
 
 }  // namespace

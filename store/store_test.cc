@@ -11,6 +11,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "proto/figures.h"
+#include "store/schema.h"
 #include "store/store_test_util.h"
 
 namespace anvil {
@@ -68,24 +70,57 @@ TEST(StoreOpenTest, VersionTwoForgetsTheCachedCublasLtChoices) {
   TempDir dir;
   const std::string path = dir.File("anvil.db");
   const v1::Problem p = TestProblem(1000, 1000, 1000);
-  {
-    auto store = OpenOrDie(path);
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->PutCandidate(TestCandidate("c1")).ok());
-    ASSERT_TRUE(store->PutLtAlgo(p, "130100", {std::string(64, 'a'), 0}).ok());
-  }
-  RawExec(path, "PRAGMA user_version = 1");
+  ASSERT_TRUE(store_internal::CreateAtSchemaVersion(path, 1).ok());
+  RawExec(path, "INSERT INTO problems (gpu, arch, m, n, k, layout, dtype) VALUES "
+                "('H100-SXM5-80GB', 'sm_90a', 1000, 1000, 1000, 'nt', 'f16_f32acc');"
+                "INSERT INTO lt_algo_cache VALUES (1, '130100', x'61', 0);");
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->SchemaVersion(), Store::LatestSchemaVersion());
   EXPECT_FALSE(store->GetLtAlgo(p, "130100")->has_value());
-  EXPECT_TRUE(store->GetCandidate("c1").ok());
   // A choice tuned now is kept across reopening.
   ASSERT_TRUE(store->PutLtAlgo(p, "130100", {std::string(64, 'b'), 0}).ok());
   store.reset();
   store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
   EXPECT_TRUE(store->GetLtAlgo(p, "130100")->has_value());
+}
+
+// Version 3 adds the graph figures: rows measured before keep their figures,
+// have no graph figures and say why; the cached cuBLASLt choices become the
+// device-time ones.
+TEST(StoreOpenTest, VersionThreeKeepsOldRowsAndSaysTheyHaveNoGraphFigures) {
+  TempDir dir;
+  const std::string path = dir.File("anvil.db");
+  const v1::Problem p = TestProblem(1000, 1000, 1000);
+  ASSERT_TRUE(store_internal::CreateAtSchemaVersion(path, 2).ok());
+  RawExec(path,
+          "INSERT INTO problems (gpu, arch, m, n, k, layout, dtype) VALUES "
+          "('H100-SXM5-80GB', 'sm_90a', 1000, 1000, 1000, 'nt', 'f16_f32acc');"
+          "INSERT INTO candidates VALUES ('c1', 'n', 's', '{}', 'seed', 'f', 'nt', '', 'sm_90a', 0);"
+          "INSERT INTO measurements (candidate_id, problem_id, verdict, reason, detail, rel_err, "
+          "exact_max_abs_err, device_median_us, device_min_us, device_p90_us, device_spread, "
+          "device_samples, sol_us, efficiency, graph_capturable, kernels_per_call, kernel_names, "
+          "streams_per_call, workspace_bytes, profile, gpu_uuid, worker, measured_at, seconds, "
+          "versions, verified, created_at) VALUES ('c1', 1, 'passed', '', '', 0, 0, 7.5, 7.4, 7.7, "
+          "0.01, 6, 5, 0.6, 1, 1, '[]', 1, 0, '{}', 'GPU-1', 'w', 1, 1, 'cuda=13.0', 1, 1);"
+          "INSERT INTO lt_algo_cache VALUES (1, '130100', x'61', 0);");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<StoredMeasurement> m = store->GetMeasurement(1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->measurement.timings().device().median_us(), 7.5);
+  EXPECT_FALSE(m->measurement.timings().has_graph_cold());
+  EXPECT_EQ(m->measurement.graph_note(), kPredatesGraphTiming);
+  EXPECT_TRUE(PredatesFigure(m->measurement, "graph-cold"));
+  EXPECT_FALSE(PredatesFigure(m->measurement, "device"));
+  std::optional<LtAlgo> device = *store->GetLtAlgo(p, "130100", "device");
+  ASSERT_TRUE(device.has_value());
+  EXPECT_EQ(device->algo, "a");
+  EXPECT_FALSE(store->GetLtAlgo(p, "130100", "graph-cold")->has_value());
+  // Ranked by device time the old row still wins; by a graph figure it has none.
+  EXPECT_TRUE(store->BestKernel(p, "device")->has_value());
+  EXPECT_FALSE(store->BestKernel(p, "graph-cold")->has_value());
 }
 
 TEST(StoreOpenTest, MissingFileIsNotFound) {

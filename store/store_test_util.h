@@ -86,11 +86,18 @@ inline v1::Measurement TestMeasurement(const std::string& candidate_id, const v1
   FillStats(device_us * 1.05, samples, m.mutable_timings()->mutable_warm());
   FillStats(device_us * 1.2, samples, m.mutable_timings()->mutable_call());
   m.mutable_timings()->set_first_call_us(device_us * 40);
+  FillStats(device_us * 0.95, samples, m.mutable_timings()->mutable_graph_hot());
+  FillStats(device_us * 1.5, samples, m.mutable_timings()->mutable_graph_cold());
+  m.mutable_timings()->set_graph_calls_hot(100);
+  m.mutable_timings()->set_graph_calls_cold(120);
+  m.mutable_timings()->set_graph_cold_sets(24);
   for (const char* name : {"cublas", "cublaslt_heuristic", "cublaslt_auto"}) {
     v1::Baseline* b = m.add_baselines();
     b->set_name(name);
     FillStats(device_us * 1.1, samples, b->mutable_timings()->mutable_device());
     FillStats(device_us * 1.4, samples, b->mutable_timings()->mutable_cold());
+    FillStats(device_us * 1.0, samples, b->mutable_timings()->mutable_graph_hot());
+    FillStats(device_us * 1.6, samples, b->mutable_timings()->mutable_graph_cold());
     b->set_rel_err(2e-4);
     b->set_kernels("sm90_xmma_gemm_f16f16_f32");
     b->set_algo_index(std::string(name) == "cublaslt_auto" ? 3 : -1);

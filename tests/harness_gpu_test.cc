@@ -11,13 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "deploy/layout.h"
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
 #include "seeds/space.h"
 #include "worker/builder.h"
 #include "worker/evaluator.h"
-#include "worker/soak/fixtures.h"
+#include "tools/soak/fixtures.h"
 
 #ifndef ANVIL_SOURCE_DIR
 #define ANVIL_SOURCE_DIR ""
@@ -26,9 +27,12 @@
 namespace anvil {
 namespace {
 
+// ANVIL_TESTS_DIR, else the bundle's (run from libexec/tests), else the source tree's.
 std::string TestsDir() {
   const char* d = std::getenv("ANVIL_TESTS_DIR");
-  return d ? d : std::string(ANVIL_SOURCE_DIR) + "/tests";
+  if (d != nullptr) return d;
+  const std::string bundled = deploy::Installed("share/anvil/tests");
+  return !bundled.empty() ? bundled : std::string(ANVIL_SOURCE_DIR) + "/tests";
 }
 
 class Harness : public ::testing::Test {
@@ -57,8 +61,8 @@ class Harness : public ::testing::Test {
     e.toolchain = t;
     e.scratch_dir = scratch_->path();
     e.protocol = std::move(protocol);
-    e.problem_timeout = absl::Seconds(20);
-    e.startup_timeout = absl::Seconds(20);
+    e.limits.problem_timeout = absl::Seconds(20);
+    e.limits.startup_timeout = absl::Seconds(20);
     return e;
   }
   static void TearDownTestSuite() {
@@ -67,10 +71,9 @@ class Harness : public ::testing::Test {
     delete builder_;
     delete scratch_;
   }
-  // The seed families, from ANVIL_SEEDS_DIR or the source tree.
+  // The seed families: ANVIL_SEEDS_DIR, the bundle's, or the source tree's.
   static absl::StatusOr<std::vector<SeedFamily>> Seeds() {
-    const char* env = std::getenv("ANVIL_SEEDS_DIR");
-    return LoadSeeds(env ? env : std::string(ANVIL_SOURCE_DIR) + "/seeds");
+    return LoadSeeds(DefaultSeedsDir(deploy::ExecutableDir()));
   }
   // Builds a candidate that must compile: its build, or why it is not there.
   static absl::StatusOr<v1::Build> BuildPassing(const v1::Candidate& c) {
@@ -290,8 +293,14 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
   };
   absl::StatusOr<Evaluation> first = evaluator_->Evaluate(c, b, shapes, {});
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_EQ(first->tuned.size(), 1u);
+  // One choice per figure it is compared by: device time and each graph regime.
+  ASSERT_EQ(first->tuned.size(), 3u);
+  EXPECT_EQ(first->tuned[0].figure(), "device");
+  EXPECT_EQ(first->tuned[1].figure(), "graph-hot");
+  EXPECT_EQ(first->tuned[2].figure(), "graph-cold");
   EXPECT_GE(auto_baseline(*first).algo_index(), 0);
+  EXPECT_GE(auto_baseline(*first).algo_index_graph_hot(), 0);
+  EXPECT_GE(auto_baseline(*first).algo_index_graph_cold(), 0);
 
   absl::StatusOr<Evaluation> cached = evaluator_->Evaluate(c, b, shapes, first->tuned);
   ASSERT_TRUE(cached.ok()) << cached.status();
@@ -300,10 +309,11 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
   EXPECT_EQ(cached->measurements.at(0).verdict(), v1::VERDICT_PASSED);
 
   std::vector<v1::LtAlgo> stored = first->tuned;
-  stored[0].set_retune(true);
+  stored[0].set_retune(true);  // the device-time choice only
   absl::StatusOr<Evaluation> retuned = evaluator_->Evaluate(c, b, shapes, stored);
   ASSERT_TRUE(retuned.ok()) << retuned.status();
   ASSERT_EQ(retuned->tuned.size(), 1u);
+  EXPECT_EQ(retuned->tuned[0].figure(), "device");
   EXPECT_FALSE(retuned->tuned[0].retune());
   EXPECT_EQ(retuned->tuned[0].algo().size(), stored[0].algo().size());
   EXPECT_GE(auto_baseline(*retuned).algo_index(), 0);
@@ -337,6 +347,39 @@ TEST_F(Harness, SamplesSpreadOverOperandSetsWithinTheirMemoryBound) {
   EXPECT_EQ(sets_used(3, 3 * set_bytes), 3);
   EXPECT_EQ(sets_used(3, 2 * set_bytes + 1), 2);    // the byte bound
   EXPECT_EQ(sets_used(3, set_bytes / 2), 1);        // never fewer than one
+}
+
+// The graph figures, for the candidate and every baseline: hot replays of at
+// least 4 calls lasting about a millisecond, cold replays rotating through
+// sets that together pass twice the L2, every set used equally often.
+TEST_F(Harness, GraphReplayFiguresInBothRegimes) {
+  absl::StatusOr<BuiltSeed> built = LastSeedNtBuilt();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const v1::Shape shape = S(1000, 1000, 1000);
+  absl::StatusOr<Evaluation> ev = evaluator_->Evaluate(built->candidate, built->build, {shape}, {});
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  ASSERT_TRUE(ev->info.has_value());
+  const v1::Measurement& m = ev->measurements.at(0);
+  ASSERT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.reason() << " " << m.detail();
+  EXPECT_EQ(m.graph_note(), "");
+  const double set_bytes = 2.0 * (1000 * 1000 * 3);
+  auto check = [&](const std::string& who, const v1::Timings& t) {
+    SCOPED_TRACE(who);
+    ASSERT_GT(t.graph_hot().median_us(), 0);
+    ASSERT_GT(t.graph_cold().median_us(), 0);
+    EXPECT_GE(t.graph_calls_hot(), 4);
+    EXPECT_GE(t.graph_calls_hot() * t.graph_hot().median_us(), 500.0);  // about 1 ms a replay
+    EXPECT_GT(t.graph_cold_sets() * set_bytes, 2.0 * ev->info->l2_bytes());
+    EXPECT_EQ(t.graph_calls_cold() % t.graph_cold_sets(), 0);
+    EXPECT_EQ(t.graph_hot().samples(), 2 * 3);  // rounds x graph_samples
+  };
+  check("candidate", m.timings());
+  ASSERT_EQ(m.baselines_size(), 3);
+  for (const v1::Baseline& b : m.baselines()) check(b.name(), b.timings());
+  // Streaming operands from DRAM costs more than keeping them in L2.
+  EXPECT_GT(m.timings().graph_cold().median_us(), 0.9 * m.timings().graph_hot().median_us());
+  EXPECT_GT(m.profile().at("graph_hot_work_ratio"), 0.5);
+  EXPECT_GT(m.profile().at("graph_cold_work_ratio"), 0.5);
 }
 
 TEST_F(Harness, BrokenVariantsAreCaughtWithTheRightReason) { CheckFolder("broken", &Harness::Measure); }

@@ -13,6 +13,20 @@
 
 namespace anvil {
 
+// The build cache when none is configured: $ANVIL_CACHE; for root
+// /var/tmp/anvil-0/builds (the sandbox's uid 65534 must read the built
+// libraries, and cannot reach into root's 0700 home); else
+// $XDG_CACHE_HOME/anvil/builds or ~/.cache/anvil/builds (jobs run as the
+// caller), or /var/tmp/anvil-<uid>/builds without HOME.
+std::string DefaultBuildCacheDir();
+
+// Creates `dir` (missing components mode 0755) and checks, before any work
+// starts, that the sandbox's jobs can read from it: FailedPrecondition naming
+// the directory and the fix otherwise. A component in a directory others may
+// write to (/tmp, /var/tmp) must be the caller's or root's, writable only by
+// its owner: another user could otherwise swap in the libraries the runner loads.
+absl::Status PrepareBuildCacheDir(const std::string& dir);
+
 class BuildCache {
  public:
   explicit BuildCache(std::string dir) : dir_(std::move(dir)) {}

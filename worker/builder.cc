@@ -31,8 +31,11 @@ bool AllowedParam(const std::string& k, const std::string& v) {
   return std::regex_match(k, kKey) && std::regex_match(v, kValue);
 }
 
-v1::Build Failed(v1::Verdict verdict, std::string error) {
+// A build refused before nvcc: stored like any other (it names its candidate).
+v1::Build Failed(const v1::Candidate& c, v1::Verdict verdict, std::string error) {
   v1::Build b;
+  b.set_candidate_id(c.id());
+  b.set_arch(c.arch().empty() ? "sm_90a" : c.arch());
   b.set_verdict(verdict);
   b.set_error(std::move(error));
   return b;
@@ -81,7 +84,7 @@ absl::StatusOr<std::vector<std::string>> Builder::Flags(const v1::Candidate& c) 
 
 absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c) const {
   absl::StatusOr<std::vector<std::string>> flags = Flags(c);
-  if (!flags.ok()) return Failed(v1::VERDICT_REJECTED, std::string(flags.status().message()));
+  if (!flags.ok()) return Failed(c, v1::VERDICT_REJECTED, std::string(flags.status().message()));
   absl::StatusOr<std::vector<sandbox::PolicyViolation>> violations =
       sandbox::CheckSource(c.source(), sandbox::SourcePolicy{});
   if (!violations.ok()) return violations.status();
@@ -90,7 +93,7 @@ absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c) const {
     for (const sandbox::PolicyViolation& v : *violations) {
       absl::StrAppend(&why, v.message, "\n");
     }
-    return Failed(v1::VERDICT_REJECTED, why);
+    return Failed(c, v1::VERDICT_REJECTED, why);
   }
   const std::string flag_text = absl::StrJoin(*flags, " ");
   const std::string key = BuildCache::Key(options_.toolchain.nvcc_version,
@@ -130,7 +133,7 @@ absl::StatusOr<v1::Build> Builder::Compile(const v1::Candidate& c,
   spec.limits.address_space_bytes = options_.address_space_bytes;
   spec.limits.file_size_bytes = int64_t(1) << 30;
   spec.limits.output_cap_bytes = 256 * 1024;
-  spec.isolation = options_.isolate ? sandbox::Isolation::kAuto : sandbox::Isolation::kNone;
+  spec.isolation = options_.isolation;
   absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
   if (!run.ok()) return run.status();
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "anvil/v1/types.pb.h"
+#include "sandbox/sandbox.h"
 #include "worker/build_cache.h"
 #include "worker/toolchain.h"
 
@@ -25,7 +26,10 @@ struct BuilderOptions {
   int jobs = 2;                                   // parallel nvcc processes in BuildAll
   absl::Duration timeout = absl::Seconds(240);    // wall clock per compile
   int64_t address_space_bytes = int64_t(16) << 30;  // RLIMIT_AS for nvcc
-  bool isolate = true;                            // namespaces where the node allows
+  // kNamespaces: a build never runs without them (Run fails where the node
+  // refuses them). kAuto only where the user allowed running without
+  // (--allow-no-isolation); kNone for measurements of the sandbox's cost.
+  sandbox::Isolation isolation = sandbox::Isolation::kNamespaces;
 };
 
 class Builder {

@@ -46,6 +46,9 @@ class BuilderTest : public ::testing::Test {
     o.toolchain = *t;
     o.cache_dir = dir_->path() + "/cache";
     o.scratch_dir = dir_->path();
+    // These tests are about builds, not isolation: they run where the node
+    // refuses namespaces too (sandbox_test covers isolation).
+    o.isolation = sandbox::Isolation::kAuto;
     builder_.emplace(o);
   }
   v1::Candidate Make(std::string source, std::string scale = "1") {
@@ -97,6 +100,8 @@ TEST_F(BuilderTest, RefusesForbiddenFlagsParamsAndSources) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->verdict(), v1::VERDICT_REJECTED);
   EXPECT_NE(b->error().find("sys/socket.h"), std::string::npos) << b->error();
+  EXPECT_NE(b->error().find("line 1"), std::string::npos) << b->error();
+  EXPECT_EQ(b->candidate_id(), s.id()) << "a refused build must name its candidate to be stored";
 }
 
 TEST_F(BuilderTest, BuildAllAnswersInOrder) {

@@ -36,7 +36,7 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   std::erase_if(algos, [&](const v1::LtAlgo& a) {
     return a.shape().m() == tuned.shape().m() && a.shape().n() == tuned.shape().n() &&
            a.shape().k() == tuned.shape().k() && a.layout() == tuned.layout() &&
-           a.cublas_version() == tuned.cublas_version();
+           a.cublas_version() == tuned.cublas_version() && a.figure() == tuned.figure();
   });
   algos.push_back(std::move(tuned));
 }
@@ -46,7 +46,33 @@ struct Evaluator::Attempt {
   std::vector<v1::LtAlgo> tuned;
   std::optional<v1::RunnerInfo> info;
   sandbox::Result result;
+  double limit_s = 0;        // the limit in force when the runner ended...
+  std::string limit_basis;   // ...and what it was
 };
+
+// The measurement of the problem a runner was on when it stopped early.
+v1::Measurement Evaluator::StoppedRun(const v1::Candidate& c, const v1::Shape& shape,
+                                      const Attempt& a) const {
+  const sandbox::Result& r = a.result;
+  const v1::Verdict verdict = r.timed_out ? v1::VERDICT_TIMEOUT : v1::VERDICT_CRASHED;
+  const std::string reason = r.timed_out      ? "timeout"
+                             : r.output_capped ? "output_flood"
+                             : r.oom_killed    ? "host_memory_exceeded"
+                             : r.exit_code == 2 ? "not_loadable"
+                             : r.term_signal   ? "crashed"
+                                               : "cuda_error";
+  std::string detail = r.Describe();
+  if (r.timed_out) absl::StrAppend(&detail, "; the limit: ", a.limit_basis);
+  if (r.output_capped) {
+    absl::StrAppend(&detail, " (", options_.limits.output_cap_bytes, " bytes; device printf?)");
+  }
+  absl::StrAppend(&detail, ": ", Tail(r.stderr_text, 600));
+  v1::Measurement m = FailedMeasurement(c, shape, c.layout(), verdict, reason, detail);
+  m.set_time_limit_s(a.limit_s);
+  m.set_time_limit_basis(a.limit_basis);
+  m.set_output_cap_bytes(options_.limits.output_cap_bytes);
+  return m;
+}
 
 std::optional<v1::Ceilings> Evaluator::ceilings() const {
   absl::MutexLock lock(&mu_);
@@ -73,18 +99,44 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
   spec.binds.push_back({request.library(), "", false});
   spec.binds.push_back({options_.toolchain.cuda_root, "", false});
   spec.gpu = true;
-  spec.limits.wall_time = options_.startup_timeout + options_.problem_timeout * request.shapes_size();
+  const RunnerLimits& limits = options_.limits;
+  spec.limits.wall_time = limits.startup_timeout +
+                          FixedProblemLimit(limits, request.protocol().profile_counters()) *
+                              request.shapes_size();
   spec.limits.memory_max_bytes = options_.memory_max_bytes;
-  spec.limits.output_cap_bytes = int64_t(64) << 20;
-  spec.isolation = options_.isolate ? sandbox::Isolation::kAuto : sandbox::Isolation::kNone;
+  spec.limits.output_cap_bytes = limits.output_cap_bytes;
+  spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run
+  spec.isolation = options_.isolation;
+  RunnerWatch watch(limits, request.protocol().profile_counters());
+  spec.on_stdout = [&watch](absl::string_view chunk) { return watch.OnStdout(chunk); };
   absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
   if (!run.ok()) return run.status();
+  watch.Finish();
   Attempt a;
   a.result = *run;
-  for (absl::string_view line : absl::StrSplit(run->stdout_text, '\n', absl::SkipEmpty())) {
-    v1::RunnerEvent e;
-    if (!google::protobuf::util::JsonStringToMessage(std::string(line), &e).ok()) continue;
-    if (e.has_measurement()) a.measurements.push_back(e.measurement());
+  Collect(watch, &a);
+  return a;
+}
+
+// The runner's events into `a`; each measurement with the limits it ran under.
+void Evaluator::Collect(const RunnerWatch& watch, Attempt* out) {
+  Attempt& a = *out;
+  const RunnerLimits& limits = options_.limits;
+  a.limit_s = watch.current_limit_s();
+  a.limit_basis = watch.current_basis();
+  size_t measured = 0;
+  for (const v1::RunnerEvent& e : watch.events()) {
+    if (e.has_measurement()) {
+      v1::Measurement m = e.measurement();
+      if (measured < watch.applied().size()) {
+        const RunnerWatch::Applied& applied = watch.applied()[measured++];
+        m.set_time_limit_s(applied.limit_s);
+        m.set_time_limit_basis(applied.basis);
+        m.set_reference_call_us(applied.reference_call_us);
+      }
+      m.set_output_cap_bytes(limits.output_cap_bytes);
+      a.measurements.push_back(std::move(m));
+    }
     if (e.has_lt_algo()) a.tuned.push_back(e.lt_algo());
     if (e.has_info()) a.info = e.info();
     if (e.has_ceilings()) {
@@ -92,7 +144,6 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
       ceilings_ = e.ceilings();
     }
   }
-  return a;
 }
 
 absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
@@ -130,20 +181,17 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
     if (next == shapes.size()) break;
     // The runner stopped before finishing: the problem it was on failed.
     const sandbox::Result& r = a->result;
-    v1::Verdict verdict = r.timed_out ? v1::VERDICT_TIMEOUT : v1::VERDICT_CRASHED;
-    std::string reason = r.timed_out ? "timeout" : r.oom_killed ? "host_memory_exceeded"
-                         : r.exit_code == 2 ? "not_loadable" : r.term_signal ? "crashed" : "cuda_error";
-    if (!a->info && !r.timed_out && r.exit_code == 4) {
+    if (!a->info && !r.timed_out && !r.output_capped && r.exit_code == 4) {
       return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
     }
-    std::string detail = absl::StrCat(r.Describe(), ": ", Tail(r.stderr_text, 600));
-    out.measurements.push_back(FailedMeasurement(candidate, shapes[next], candidate.layout(),
-                                                 verdict, reason, detail));
+    out.measurements.push_back(StoppedRun(candidate, shapes[next], *a));
+    const v1::Verdict verdict = out.measurements.back().verdict();
+    const std::string reason = out.measurements.back().reason();
     const std::string failed_on = ShapeName(shapes[next++]);
-    // A library that cannot load fails everywhere; a kernel that hung once
-    // would cost its whole timeout again on every later problem: neither is
-    // run on the rest, and each of those says so.
-    if (reason == "not_loadable" || reason == "timeout") {
+    // A library that cannot load fails everywhere; a kernel that hung or
+    // flooded its output once would cost its whole limit again on every later
+    // problem: none is run on the rest, and each of those says so.
+    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") {
       for (; next < shapes.size(); ++next) {
         out.measurements.push_back(FailedMeasurement(
             candidate, shapes[next], candidate.layout(), verdict, reason,

@@ -1,7 +1,9 @@
 // Evaluator: measures a built candidate on problems by running anvil-runner
 // in the sandbox, one process per candidate (restarted after a crash, so the
-// problems after it still get measured; after a hang the rest are not run and
-// say so, since each would cost the whole timeout again). Every problem gets
+// problems after it still get measured; after a hang or an output flood the
+// rest are not run and say so, since each would cost its limit again). Time
+// limits scale with the problem (runner_limits.h); each Measurement reports
+// the ones it ran under. Every problem gets
 // a Measurement: a runner that crashes, hangs or cheats yields one with the
 // verdict and reason, never an error of the caller. Thread-safe for distinct GPUs; one
 // evaluation per GPU at a time.
@@ -17,6 +19,8 @@
 #include "absl/time/time.h"
 #include "anvil/v1/runner.pb.h"
 #include "anvil/v1/types.pb.h"
+#include "sandbox/sandbox.h"
+#include "worker/runner_limits.h"
 #include "worker/toolchain.h"
 
 namespace anvil {
@@ -26,9 +30,10 @@ struct EvaluatorOptions {
   std::string scratch_dir = "/tmp";
   int device = 0;                                   // CUDA ordinal
   v1::RunnerProtocol protocol;                      // zero fields: runner defaults
-  absl::Duration startup_timeout = absl::Seconds(60);   // runner start and ceilings
-  absl::Duration problem_timeout = absl::Seconds(60);   // added per problem
-  bool isolate = true;                              // namespaces where the node allows
+  // Time and output limits of each runner, scaled with its measurements
+  // (worker/runner_limits.h); the soak narrows them.
+  RunnerLimits limits;
+  sandbox::Isolation isolation = sandbox::Isolation::kNamespaces;  // as BuilderOptions
   bool seccomp = true;                              // runner filter after CUDA init
   int64_t memory_max_bytes = int64_t(32) << 30;     // host memory (cgroup) per runner
   std::optional<v1::Ceilings> ceilings;             // known: runners skip measuring them
@@ -43,7 +48,7 @@ struct Evaluation {
 };
 
 // Puts a newly tuned choice in `algos`, in place of any earlier one for the same
-// problem and cuBLAS version (a runner uses the first that matches).
+// problem, cuBLAS version and figure (a runner uses the first that matches).
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 
 class Evaluator {
@@ -62,6 +67,8 @@ class Evaluator {
  private:
   struct Attempt;
   absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request);
+  void Collect(const RunnerWatch& watch, Attempt* a);
+  v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   mutable absl::Mutex mu_;
   std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
   EvaluatorOptions options_;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "deploy/layout.h"
 
 #ifndef ANVIL_DEFAULT_CUTLASS_DIR
 #define ANVIL_DEFAULT_CUTLASS_DIR ""
@@ -54,8 +55,7 @@ std::string NvccVersion(const std::string& nvcc) {
 }
 
 std::string FindCutlass() {
-  for (const std::string& d : {Env("ANVIL_CUTLASS_DIR"),
-                               Toolchain::ExecutableDir() + "/../share/anvil/cutlass",
+  for (const std::string& d : {Env("ANVIL_CUTLASS_DIR"), deploy::Installed("share/anvil/cutlass"),
                                std::string(ANVIL_DEFAULT_CUTLASS_DIR)}) {
     if (!d.empty() && fs::exists(d + "/include/cute/tensor.hpp")) return fs::canonical(d).string();
   }
@@ -64,11 +64,7 @@ std::string FindCutlass() {
 
 }  // namespace
 
-std::string Toolchain::ExecutableDir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "." : exe.parent_path().string();
-}
+std::string Toolchain::ExecutableDir() { return deploy::ExecutableDir(); }
 
 absl::StatusOr<Toolchain> Toolchain::Find() {
   Toolchain t;
@@ -84,6 +80,7 @@ absl::StatusOr<Toolchain> Toolchain::Find() {
     std::getline(v, t.cutlass_version);
   }
   t.runner = Env("ANVIL_RUNNER");
+  if (t.runner.empty()) t.runner = deploy::Installed("bin/anvil-runner");
   if (t.runner.empty()) t.runner = ExecutableDir() + "/anvil-runner";
   return t;
 }

@@ -20,8 +20,10 @@ struct Toolchain {
   std::string runner;         // the anvil-runner executable
 
   // CUDA_HOME / CUDA_PATH, else /usr/local/cuda, else nvcc on PATH;
-  // ANVIL_CUTLASS_DIR, else <exe>/../share/anvil/cutlass, else the build's;
-  // ANVIL_RUNNER, else anvil-runner beside the executable.
+  // ANVIL_CUTLASS_DIR, else the bundle's share/anvil/cutlass (deploy/layout.h:
+  // found from the executable, also from libexec/tests), else the build's;
+  // ANVIL_RUNNER, else the bundle's bin/anvil-runner, else the one beside the
+  // executable (the build tree).
   static absl::StatusOr<Toolchain> Find();
   // Directory of the running executable.
   static std::string ExecutableDir();

@@ -1,11 +1,11 @@
-// anvil-worker: the fleet worker daemon (registers with a coordinator, leases
-// candidates, builds and measures them). The Fleet service is not built yet;
-// until then this says so and points to the local mode.
-#include <cstdio>
+// anvil-worker: the fleet worker daemon, the same as `anvil worker`
+// (worker/fleet/worker_main.h; flags: anvil-worker --help).
+#include <string>
+#include <vector>
 
-int main() {
-  std::fprintf(stderr,
-               "anvil-worker: the fleet daemon is not built yet; `anvil eval` and `anvil optimize` "
-               "run the same builder and runner on this node's GPU.\n");
-  return 3;
+#include "worker/fleet/worker_main.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return anvil::WorkerMain(args, anvil::LocalWorkerComponents(), "anvil-worker");
 }

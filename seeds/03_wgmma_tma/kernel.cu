@@ -30,6 +30,17 @@
 //   ANVIL_LAYOUT_NN: A row-major MxK, B row-major KxN, C = A * B
 // C is row-major MxN, fp16, written with bounds-checked stores (see "Epilogue").
 //
+// ---- Reading order ------------------------------------------------------------
+// After this description of the design, the file runs: the knobs and their named
+// modes (KernelSchedule, TileScheduler, EpilogueKind, SplitReduce, PdlRelease, as
+// CUTLASS 3.x names them), the illegal combinations as static_asserts with their
+// hardware reason (seed.json's rules), PTX wrappers, then the kernel in CUTLASS
+// 3.x's parts: the shared-memory pipeline (Ring), the tile schedulers
+// (TilePerCtaWork, PersistentWork), the producer main loop (load), the consumer
+// main loop (mma), the epilogue (store), the persistent schedules' consumers, the
+// kernel that ties them together, and the host side (workspace, tensor maps,
+// launch, anvil_gemm).
+//
 // ---- Shared-memory layouts and wgmma descriptors (the part to get right) ----
 // Every ring slot is 1024-byte aligned (the 128B-swizzle pattern repeats every
 // 8 rows x 128 bytes = 1024 bytes and both TMA and wgmma apply it on absolute
@@ -245,7 +256,7 @@
 // issued ~0.2-0.3 us after the ring's initialisation (the barrier, setmaxnreg, the
 // producer loop's start) and is on the critical path of every short kernel: on
 // the H100 this took 2-4% off 64x4096x256, 512x2048x512, 256x64x12288 and 1000^3
-// (bench/NOTES.md, session 18). Issuing the whole first fill early was slower: a
+// (bench/NOTES.md, 2026-11-22 "The first stage before the CTA barrier"). Issuing the whole first fill early was slower: a
 // stage takes thread 0 ~0.1 us to issue, and the consumers wait at the barrier.
 //
 // ---- Shape specialisation (ANVIL_SHAPE_M/N/K) ----------------------------------------
@@ -369,27 +380,30 @@
 //                       128 (two; see "Two k-tiles a slot")
 //   ANVIL_STAGES        ring depth, 2..16, limited by 227 KiB of shared memory
 //   ANVIL_CONSUMERS     consumer warpgroups, 1 or 2
-//   ANVIL_SPLIT_COLS    0: two consumers split the tile's rows; 1: its columns
-//                       (see "Column-split consumers")
+//   ANVIL_SPLIT_COLS    ConsumerSplit: 0 Rows: two consumers split the tile's
+//                       rows; 1 Columns: its columns (see "Column-split consumers")
 //   ANVIL_GROUP_M       tile raster: GROUP_M tile-rows are swept together (L2 reuse)
 //   ANVIL_PRODUCER_REGS setmaxnreg for the producer warpgroup (24..56)
 //   ANVIL_CONSUMER_REGS setmaxnreg for the consumer warpgroups (multiple of 8)
 //   ANVIL_SPLIT_K       K splits per tile (1 = off): 1..32; > 1 adds an
 //                       fp32 partials workspace and a reduce kernel, or
-//   ANVIL_SPLIT_REDUCE  1: the splits of a tile sum in a cluster through
-//                       distributed shared memory (no workspace, one kernel)
-//   ANVIL_EPILOGUE      0: direct fragment stores of C; 1: smem-staged 16-byte stores;
-//                       2: smem-staged TMA stores
-//   ANVIL_PERSISTENT    0: one CTA per tile (x split); 1: min(tiles, SMs) CTAs loop
-//                       over the tiles (SPLIT_K 1 only); 2: stream-K (above)
-//   ANVIL_SCHEDULE      0: cooperative consumers; 1: pingpong (PERSISTENT 1,
-//                       CONSUMERS 2)
+//   ANVIL_SPLIT_REDUCE  SplitReduce: 0 Workspace (slabs + reduce kernel); 1 Cluster:
+//                       the splits of a tile sum in a cluster through distributed
+//                       shared memory (no workspace, one kernel)
+//   ANVIL_EPILOGUE      EpilogueKind: 0 Direct (fragment stores of C); 1 StagedStores
+//                       (smem-staged 16-byte stores); 2 TmaStore (smem-staged TMA stores)
+//   ANVIL_PERSISTENT    TileScheduler: 0 TilePerCta (one CTA per tile x split);
+//                       1 Persistent (min(tiles, SMs) CTAs loop over the tiles,
+//                       SPLIT_K 1 only); 2 StreamK (above)
+//   ANVIL_SCHEDULE      KernelSchedule: 0 KernelTmaWarpSpecializedCooperative;
+//                       1 KernelTmaWarpSpecializedPingpong (PERSISTENT 1, CONSUMERS 2)
 //   ANVIL_CLUSTER       1, or 2 or 4: clusters of CTAs along M share the B tile
 //                       through TMA multicast (not with stream-K; see below)
 //   ANVIL_SWAP_AB       1: computes C^T = B A^T (NT only; see below), so a short M
 //                       becomes the wgmma N side (tiles as narrow as 16)
-//   ANVIL_PDL           launched as programmatic dependents (see below), the next
-//                       kernel let in at CTA start (1) or after the last load (2); 0: plain
+//   ANVIL_PDL           PdlRelease: launched as programmatic dependents (see below),
+//                       the next kernel let in at CTA start (1 AtCtaStart) or after the
+//                       last load (2 AfterLastLoad); 0 Off: plain stream order
 //   ANVIL_SHAPE_M/N/K   0: any shape; otherwise the problem's M, N, K fixed at
 //                       compile time (see "Shape specialisation")
 // BN must be a plain integer literal (it is token-pasted into the CuTe wgmma atom
@@ -477,6 +491,16 @@
 #define ANVIL_SPLIT_COLS 0
 #endif
 
+// The values of the mode knobs, by name (the builder and the stored candidates
+// pass the integers: -DANVIL_PERSISTENT=2 is the stream-K tile scheduler). The
+// preprocessor needs them as macros where a mode removes code (the persistent
+// kernel body, the reduce kernel); the kernel reads them as the enums below.
+#define ANVIL_SCHEDULER_TILE_PER_CTA 0  // ANVIL_PERSISTENT: one CTA per output tile
+#define ANVIL_SCHEDULER_PERSISTENT 1    // a persistent CTA per SM loops over tiles
+#define ANVIL_SCHEDULER_STREAM_K 2      // persistent CTAs share (tile, k-tile) units
+#define ANVIL_SPLIT_REDUCE_WORKSPACE 0  // ANVIL_SPLIT_REDUCE: slabs + a reduce kernel
+#define ANVIL_SPLIT_REDUCE_CLUSTER 1    // the splits sum in a cluster (DSMEM)
+
 // ANVIL_WG_N: the wgmma N of one consumer, BN or (SPLIT_COLS=1) BN/2, as a
 // literal: it is token-pasted into the CuTe atom's name.
 #if ANVIL_SPLIT_COLS
@@ -535,6 +559,46 @@ constexpr bool kNT = true;
 constexpr bool kNT = false;
 #endif
 
+// ---- Named modes ----------------------------------------------------------------
+// Each mode knob as CUTLASS 3.x names the same choice; the integer is the knob's
+// value (seed.json "names" lists the same names).
+
+// ANVIL_SCHEDULE: how the consumer warpgroups share the work (CUTLASS's kernel
+// schedule tags).
+enum class KernelSchedule : int {
+  // Every consumer works on every tile, BM/CONSUMERS rows (or BN/2 columns) each.
+  KernelTmaWarpSpecializedCooperative = 0,
+  // Each consumer computes whole tiles, alternate tiles, taking turns through the
+  // main loop so one consumer's epilogue runs under the other's wgmmas.
+  KernelTmaWarpSpecializedPingpong = 1,
+};
+// ANVIL_PERSISTENT: which tiles a CTA computes (CUTLASS's tile schedulers).
+enum class TileScheduler : int {
+  TilePerCta = ANVIL_SCHEDULER_TILE_PER_CTA,  // grid of tiles (x K splits), one each
+  Persistent = ANVIL_SCHEDULER_PERSISTENT,    // PersistentTileSchedulerSm90
+  StreamK = ANVIL_SCHEDULER_STREAM_K,         // PersistentTileSchedulerSm90StreamK
+};
+// ANVIL_EPILOGUE: how the fp16 C tile is stored (the collective epilogue).
+enum class EpilogueKind : int {
+  Direct = 0,        // from the accumulator fragments (CUTLASS's DefaultEpilogue)
+  StagedStores = 1,  // staged in shared memory, 16-byte coalesced thread stores
+  TmaStore = 2,      // staged in swizzled boxes, cp.async.bulk.tensor stores
+                     // (CUTLASS's TMA warp-specialised epilogue)
+};
+// ANVIL_SPLIT_REDUCE: how the K splits of a tile are summed (SPLIT_K > 1).
+enum class SplitReduce : int {
+  Workspace = ANVIL_SPLIT_REDUCE_WORKSPACE,  // fp32 slabs, then splitk_reduce
+  Cluster = ANVIL_SPLIT_REDUCE_CLUSTER,      // one cluster per tile, summed in DSMEM
+};
+// ANVIL_SPLIT_COLS: how two cooperative consumers split the tile.
+enum class ConsumerSplit : int { Rows = 0, Columns = 1 };
+// ANVIL_PDL: when the call's last kernel lets the next kernel on the stream in.
+enum class PdlRelease : int {
+  Off = 0,            // plain stream order, no programmatic dependent launch
+  AtCtaStart = 1,     // once every CTA has started
+  AfterLastLoad = 2,  // once every CTA's producer has issued its last load
+};
+
 constexpr int kBM = ANVIL_BM;
 constexpr int kBN = ANVIL_BN;
 constexpr int kBK = ANVIL_BK;
@@ -544,16 +608,24 @@ constexpr int kGroupM = ANVIL_GROUP_M;
 constexpr int kProducerRegs = ANVIL_PRODUCER_REGS;
 constexpr int kConsumerRegs = ANVIL_CONSUMER_REGS;
 constexpr int kSplitK = ANVIL_SPLIT_K;
-constexpr int kEpilogue = ANVIL_EPILOGUE;
-constexpr int kPersistent = ANVIL_PERSISTENT;
-constexpr bool kStreamK = ANVIL_PERSISTENT == 2;
-constexpr bool kPingpong = ANVIL_SCHEDULE == 1;
-constexpr int kPdlMode = ANVIL_PDL;
-constexpr bool kPdl = kPdlMode != 0;
+constexpr KernelSchedule kSchedule = static_cast<KernelSchedule>(ANVIL_SCHEDULE);
+constexpr TileScheduler kScheduler = static_cast<TileScheduler>(ANVIL_PERSISTENT);
+constexpr EpilogueKind kEpilogue = static_cast<EpilogueKind>(ANVIL_EPILOGUE);
+constexpr SplitReduce kSplitReduce = static_cast<SplitReduce>(ANVIL_SPLIT_REDUCE);
+constexpr ConsumerSplit kConsumerSplit = static_cast<ConsumerSplit>(ANVIL_SPLIT_COLS);
+constexpr PdlRelease kPdlMode = static_cast<PdlRelease>(ANVIL_PDL);
+// Shorthands the code below reads.
+constexpr bool kPersistent = kScheduler != TileScheduler::TilePerCta;  // a tile loop
+constexpr bool kStreamK = kScheduler == TileScheduler::StreamK;
+constexpr bool kPingpong = kSchedule == KernelSchedule::KernelTmaWarpSpecializedPingpong;
+constexpr bool kDirectEpilogue = kEpilogue == EpilogueKind::Direct;
+constexpr bool kStagedEpilogue = kEpilogue == EpilogueKind::StagedStores;
+constexpr bool kTmaEpilogue = kEpilogue == EpilogueKind::TmaStore;
+constexpr bool kPdl = kPdlMode != PdlRelease::Off;
 constexpr int kCluster = ANVIL_CLUSTER;      // cluster CTAs along M: they share B
 constexpr int kClusterN = ANVIL_CLUSTER_N;   // cluster CTAs along N: they share A
 constexpr int kClusterSize = kCluster * kClusterN;
-constexpr bool kClusterReduce = ANVIL_SPLIT_REDUCE == 1;
+constexpr bool kClusterReduce = kSplitReduce == SplitReduce::Cluster;
 constexpr bool kSwapAB = ANVIL_SWAP_AB == 1;
 // SHAPE_M/N/K: the caller's problem (0 = any), and the kernel's view of it
 // (SWAP_AB runs the N x M problem).
@@ -566,7 +638,7 @@ constexpr int kFixN = kSwapAB ? kShapeM : kShapeN;
 constexpr int kThreads = 128 * (kConsumers + 1);
 // Rows of a tile each consumer computes: its share of the CTA tile (cooperative),
 // or the whole tile (pingpong: the consumers take alternate tiles).
-constexpr bool kSplitCols = ANVIL_SPLIT_COLS == 1;
+constexpr bool kSplitCols = kConsumerSplit == ConsumerSplit::Columns;
 constexpr int kWgRows = kPingpong || kSplitCols ? kBM : kBM / kConsumers;
 // Columns of a tile each consumer computes: all of them, or (SPLIT_COLS=1) its half.
 constexpr int kWgCols = ANVIL_WG_N;
@@ -595,104 +667,148 @@ constexpr int kStagingBytes = kConsumers * kWgStagingBytes;
 // Persistent EPILOGUE=2: the consumers' buffers between the B slots and the mbarriers;
 // in pingpong one buffer of one m64 slab (64 x BN), which each epilogue fills and
 // stores slab by slab, and the consumers' alternate epilogues hand over.
-constexpr bool kSharedTmaStaging = kPingpong && kEpilogue == 2;
+constexpr bool kSharedTmaStaging = kPingpong && kTmaEpilogue;
 constexpr int kTmaSlabRows = kSharedTmaStaging ? 64 : kWgRows;  // rows staged at a time
 constexpr int kTmaBoxCols = kWgCols % 64 == 0 ? 64 : kWgCols % 32 == 0 ? 32 : 16;
 constexpr int kTmaBoxBytes = kTmaSlabRows * kTmaBoxCols * 2;
 constexpr int kTmaChunks = kTmaBoxCols / 8;  // 16-byte chunks per box row
 constexpr int kWgTmaStagingBytes = kTmaSlabRows * kWgCols * 2;
 constexpr int kOwnTmaStagingBytes =
-    kPersistent && kEpilogue == 2 ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
+    kPersistent && kTmaEpilogue ? (kSharedTmaStaging ? 1 : kConsumers) * kWgTmaStagingBytes
                                   : 0;
 // SPLIT_REDUCE=1: a split's fp32 partial tile, BM rows x kRedPitch floats, in the ring.
 constexpr int kRedPitch = kBN + 8;
 constexpr int kRedBytes = kBM * kRedPitch * 4;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kStages * kStageBytes +
                            2 * kStages * 8 /* full + empty mbarriers */ +
-                           (kPersistent && kEpilogue == 1 ? kStagingBytes : 0) +
+                           (kPersistent && kStagedEpilogue ? kStagingBytes : 0) +
                            kOwnTmaStagingBytes;
 
+// ---- Illegal knob combinations (seed.json's "constraints", with their reason) -------
+// The search checks the same rules before it spends nvcc time; these keep a
+// hand-built or mistyped configuration from compiling into a kernel that hangs or
+// computes garbage.
+
+// Value ranges.
 static_assert(kBK == 64 || kBK == 128,
-              "BK: 64 or 128 (one or two 128-byte swizzle rows of fp16 a slot)");
-static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2");
+              "BK: 64 or 128 (a 128B-swizzled TMA box row is 64 fp16: one or two rows a slot)");
+static_assert(kConsumers == 1 || kConsumers == 2, "CONSUMERS: 1 or 2 consumer warpgroups");
+static_assert(kStages >= 2 && kStages <= 16,
+              "STAGES: 2..16 (the release scheme keeps one wgmma batch in flight: 2 slots)");
+static_assert(ANVIL_PDL >= 0 && ANVIL_PDL <= 2, "PDL: 0 (off), 1 (release at CTA start) or 2 "
+                                                "(release after the last load)");
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
+static_assert(kClusterN == 1 || kClusterN == 2 || kClusterN == 4, "CLUSTER_N: 1, 2 or 4");
+static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
+static_assert(kSplitK >= 1 && kSplitK <= 32, "SPLIT_K: 1..32 (grid.y = split)");
+static_assert(ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE ||
+                  ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_CLUSTER,
+              "SPLIT_REDUCE: 0 (workspace slabs) or 1 (cluster sum)");
+static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
+static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
+              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
+static_assert(ANVIL_EPILOGUE >= 0 && ANVIL_EPILOGUE <= 2,
+              "EPILOGUE: 0 (Direct), 1 (StagedStores) or 2 (TmaStore)");
+static_assert(ANVIL_PERSISTENT >= ANVIL_SCHEDULER_TILE_PER_CTA &&
+                  ANVIL_PERSISTENT <= ANVIL_SCHEDULER_STREAM_K,
+              "PERSISTENT: 0 (TilePerCta), 1 (Persistent) or 2 (StreamK)");
+static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
+              "SCHEDULE: 0 (KernelTmaWarpSpecializedCooperative) or 1 "
+              "(KernelTmaWarpSpecializedPingpong)");
+static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1,
+              "SPLIT_COLS: 0 (rows) or 1 (columns)");
+
+// Tile shape against the wgmma and TMA shapes.
 static_assert(kBM % kConsumers == 0 && (kWgRows == 64 || kWgRows == 128),
-              "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1) must be 64 or 128 "
-              "(1 or 2 m64 wgmma tiles)");
-static_assert(kBM <= 256, "TMA box dimension is at most 256 rows");
+              "rows per consumer (BM/CONSUMERS, or BM with SCHEDULE=1 or SPLIT_COLS=1) must be "
+              "64 or 128: each consumer warpgroup computes whole m64 wgmma tiles, at most two");
+static_assert(kBM <= 256, "BM: a TMA box dimension is at most 256 rows");
 static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
-              "BN: multiple of 16 in 16..256 (wgmma N, TMA box <= 256)");
+              "BN: multiple of 16 in 16..256 (wgmma N is 8..256; a TMA box is at most 256 rows)");
 static_assert(kNT || kBN % 64 == 0,
-              "NN: BN must be a multiple of 64 (128B-swizzle box is 64 halfs wide in N)");
+              "NN: BN must be a multiple of 64 (MN-major B is loaded as {64 N x BK K} boxes: "
+              "the 128B swizzle limits a box's inner dimension to 128 bytes)");
+static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
+              "every ring slot must stay 1024-byte aligned (the 128B swizzle atom)");
+
+// Registers.
 // ptxas allocates a consumer's registers up to its setmaxnreg.inc count, not the
 // launch's 168: 192 accumulators compile without spills at 224 (and spill, with
 // the wgmmas serialised, at 216).
 static_assert(kMTiles * kAcc <= 128 || (kMTiles * kAcc <= 192 && kMTiles * kAcc + 32 <= kConsumerRegs),
               "fp32 accumulators per consumer thread: at most 128, or up to 192 with "
               "CONSUMER_REGS >= accumulators + 32 (fewer spill and serialise the wgmmas)");
-static_assert(kStages >= 2 && kStages <= 16, "STAGES: 2..16");
-static_assert(kPdlMode >= 0 && kPdlMode <= 2, "PDL: 0, 1 or 2");
-static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "CLUSTER: 1, 2 or 4");
-static_assert(kCluster == 1 || !kStreamK, "CLUSTER: not with stream-K");
-static_assert(kClusterN == 1 || kClusterN == 2 || kClusterN == 4, "CLUSTER_N: 1, 2 or 4");
-static_assert(kClusterSize <= 8, "CLUSTER x CLUSTER_N: at most 8 CTAs (the portable cluster)");
-static_assert(kClusterN == 1 || (kPersistent == 0 && !kClusterReduce),
-              "CLUSTER_N: only the tile-per-CTA grid (the persistent loop's clusters are "
-              "columns of tiles; the cluster sum's cluster spans the K splits)");
-static_assert(!kNT || (kBN / kCluster) % 8 == 0,
-              "CLUSTER: each CTA's share of the B box must be whole 8-row swizzle atoms");
-static_assert(kSmemBytes <= 232448, "shared memory above the 227 KiB per-block limit");
-static_assert(kGroupM >= 1 && kGroupM <= 64, "GROUP_M: 1..64");
 static_assert(kProducerRegs % 8 == 0 && kProducerRegs >= 24 && kProducerRegs <= 56,
-              "PRODUCER_REGS: multiple of 8 in 24..56");
+              "PRODUCER_REGS: setmaxnreg takes a multiple of 8 in 24..256 (24..56 here: the "
+              "producer runs one TMA-issuing thread)");
 static_assert(kConsumerRegs % 8 == 0 && kConsumerRegs >= 168 && kConsumerRegs <= 256,
-              "CONSUMER_REGS: multiple of 8 in 168..256");
+              "CONSUMER_REGS: setmaxnreg takes a multiple of 8, at most 256");
 static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
               "setmaxnreg budget exceeds the 64K-register file");
 // setmaxnreg only moves registers the CTA was launched with (384 threads x 168
 // with two consumers): a larger sum makes setmaxnreg.inc wait forever.
 static_assert(kConsumers == 1 || kProducerRegs + 2 * kConsumerRegs <= 504,
-              "setmaxnreg budget exceeds the CTA's launch allocation (deadlock)");
-static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0,
-              "every ring slot must stay 1024-byte aligned (128B swizzle atom)");
-static_assert(kSplitK >= 1 && kSplitK <= 32, "SPLIT_K: 1..32 (grid.y = split)");
-static_assert(!kClusterReduce || kSplitK <= 16,
-              "SPLIT_REDUCE=1: a cluster holds at most 16 CTAs (the splits of a tile)");
-static_assert(ANVIL_SPLIT_REDUCE == 0 || ANVIL_SPLIT_REDUCE == 1, "SPLIT_REDUCE: 0 or 1");
-static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
-              "SPLIT_REDUCE=1: needs SPLIT_K > 1, CLUSTER 1 and PERSISTENT 0");
+              "setmaxnreg budget exceeds the CTA's launch allocation (384 threads x 168: "
+              "setmaxnreg.inc would wait forever)");
+
+// Shared memory.
+static_assert(kSmemBytes <= 232448,
+              "shared memory above the 227 KiB per-block limit of the H100 (ring slots, "
+              "mbarriers, persistent staging buffers)");
+static_assert(kPersistent || !kStagedEpilogue || kStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=1 (StagedStores) stages the fp16 tile in the drained ring: "
+              "BM*(BN+8)*2 bytes must fit in it");
+static_assert(kPersistent || !kTmaEpilogue ||
+                  kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
+              "EPILOGUE=2 (TmaStore) stages the fp16 tile in the drained ring: BM*BN*2 bytes "
+              "must fit in it");
 static_assert(!kClusterReduce || kRedBytes <= kStages * kStageBytes,
-              "SPLIT_REDUCE=1 stages the fp32 partial tile in the ring: BM*(BN+8)*4 must fit");
-static_assert(ANVIL_SWAP_AB == 0 || ANVIL_SWAP_AB == 1, "SWAP_AB: 0 or 1");
-static_assert(kShapeM >= 0 && kShapeN >= 0 && kShapeK >= 0,
-              "SHAPE_M/N/K: 0 (any shape) or the problem's dimension");
-static_assert(!kSwapAB || (kNT && kEpilogue == 0 && !kClusterReduce && kClusterSize == 1),
-              "SWAP_AB=1: NT only, direct stores (EPILOGUE 0), no SPLIT_REDUCE, no CLUSTER");
-static_assert(kEpilogue >= 0 && kEpilogue <= 2,
-              "EPILOGUE: 0 (direct), 1 (smem-staged) or 2 (smem-staged TMA store)");
+              "SPLIT_REDUCE=1 stages the fp32 partial tile in the drained ring: BM*(BN+8)*4 "
+              "bytes must fit in it");
+static_assert((kStagePitch * 2) % 16 == 0 && kWgStagingBytes % 16 == 0,
+              "staging rows must be 16-byte aligned (16-byte shared loads)");
 static_assert(kWgTmaStagingBytes % 1024 == 0 && kTmaBoxBytes % 1024 == 0,
               "EPILOGUE=2: boxes must stay 1024-byte aligned (the swizzle pattern's period)");
-static_assert(kPersistent >= 1 || kEpilogue != 2 ||
-                  kConsumers * kWgTmaStagingBytes <= kStages * kStageBytes,
-              "EPILOGUE=2 stages the fp16 tile in the ring: BM*BN*2 must fit in it");
-static_assert(kPersistent >= 0 && kPersistent <= 2, "PERSISTENT: 0, 1 or 2 (stream-K)");
-static_assert(kPersistent == 0 || kSplitK == 1,
-              "PERSISTENT=1 loops over whole tiles: SPLIT_K must be 1");
-static_assert(ANVIL_SCHEDULE == 0 || ANVIL_SCHEDULE == 1,
-              "SCHEDULE: 0 (cooperative) or 1 (pingpong)");
-static_assert(!kPingpong || (kConsumers == 2 && kPersistent == 1),
-              "SCHEDULE=1 (pingpong) needs two consumers and the persistent tile loop");
-static_assert(kPersistent >= 1 || kEpilogue != 1 || kStagingBytes <= kStages * kStageBytes,
-              "EPILOGUE=1 stages the fp16 tile in the ring: BM*(BN+8)*2 must fit in it");
-static_assert((kStagePitch * 2) % 16 == 0 && kWgStagingBytes % 16 == 0,
-              "staging rows must be 16-byte aligned");
-static_assert(ANVIL_SPLIT_COLS == 0 || ANVIL_SPLIT_COLS == 1, "SPLIT_COLS: 0 or 1");
+static_assert(!kTmaEpilogue || kWgCols % 16 == 0,
+              "EPILOGUE=2: a consumer's columns must be whole TMA boxes of 16, 32 or 64");
+
+// Kernel schedule and consumer split.
+static_assert(!kPingpong || (kConsumers == 2 && kScheduler == TileScheduler::Persistent),
+              "SCHEDULE=1 (Pingpong) needs two consumers taking alternate tiles of the "
+              "Persistent tile loop (PERSISTENT=1); stream-K's partial tiles are not whole "
+              "tiles");
 static_assert(!kSplitCols || (kConsumers == 2 && !kPingpong && (kBM == 64 || kBM == 128) &&
                               kWgCols * 2 == kBN && kWgCols % 8 == 0),
-              "SPLIT_COLS=1: two cooperative consumers, BM 64 or 128, each BN/2 columns");
+              "SPLIT_COLS=1: two cooperative consumers (pingpong's own whole tiles), each "
+              "taking all BM rows (64 or 128: one or two m64 wgmmas) and BN/2 columns");
 static_assert(!kSplitCols || kNT || kWgCols % 64 == 0,
-              "SPLIT_COLS=1 in NN: a consumer's B columns must start on a 64-wide box");
-static_assert(kEpilogue != 2 || kWgCols % 16 == 0,
-              "EPILOGUE=2: a consumer's columns must be whole TMA boxes of 16, 32 or 64");
+              "SPLIT_COLS=1 in NN: a consumer's B columns must start on a 64-wide TMA box (a "
+              "descriptor cannot start inside a 128B-swizzle atom along N)");
+
+// Tile scheduler, split-K and clusters.
+static_assert(!kPersistent || kSplitK == 1,
+              "PERSISTENT=1/2: the persistent loop's unit is a whole tile and stream-K's a "
+              "(tile, k-tile) unit with its own partial tiles: SPLIT_K must be 1");
+static_assert(kCluster == 1 || !kStreamK,
+              "CLUSTER: not with stream-K (its CTAs own unequal unit ranges, so a cluster's "
+              "CTAs would not consume the same slots in the same order)");
+static_assert(kClusterSize <= 8,
+              "CLUSTER x CLUSTER_N: at most 8 CTAs (the portable cluster size)");
+static_assert(kClusterN == 1 || (!kPersistent && !kClusterReduce),
+              "CLUSTER_N: only the tile-per-CTA grid (the persistent loop's clusters are "
+              "columns of tiles; the cluster sum's cluster spans the K splits)");
+static_assert(!kNT || (kBN / kCluster) % 8 == 0,
+              "CLUSTER: each CTA's share of the B box must be whole 8-row (1024-byte) "
+              "128B-swizzle atoms");
+static_assert(!kClusterReduce || kSplitK <= 16,
+              "SPLIT_REDUCE=1: a cluster holds at most 16 CTAs (the splits of a tile; "
+              "non-portable above 8)");
+static_assert(!kClusterReduce || (kSplitK > 1 && kCluster == 1 && !kPersistent),
+              "SPLIT_REDUCE=1: needs SPLIT_K > 1 (it is a way of summing splits), CLUSTER 1 "
+              "(its cluster spans the splits) and PERSISTENT 0 (whole-tile units)");
+static_assert(!kSwapAB || (kNT && kDirectEpilogue && !kClusterReduce && kClusterSize == 1),
+              "SWAP_AB=1: NT only (both operands K-major), direct stores (EPILOGUE 0: the "
+              "staged epilogues and the cluster sum write rows), no multicast clusters");
 
 // wgmma atom for m64 x BN x k16, A K-major, B K-major (NT) or MN-major (NN).
 #define ANVIL_GMMA_ATOM_(n) gmma::MMA_64x##n##x16_F32F16F16_SS
@@ -1017,7 +1133,7 @@ __device__ __forceinline__ void named_bar_sync() {
   return v;
 }
 
-// ---- the kernel ---------------------------------------------------------------
+// ==== The shared-memory pipeline (CUTLASS: PipelineTmaAsync) ======================
 
 // The shared-memory ring: STAGES A slots, STAGES B slots, then the full and
 // empty mbarriers, from a 1024-byte aligned base.
@@ -1032,16 +1148,6 @@ struct Ring {
     return b0 + static_cast<uint32_t>(s * kStageBBytes);
   }
 };
-
-// Grouped raster: consecutive tile indices walk GROUP_M tile-rows column by column.
-__device__ __forceinline__ void tile_origin(int pid, int tiles_m, int tiles_n, int& m0,
-                                            int& n0) {
-  const int group_size = kGroupM * tiles_n;
-  const int first_m = (pid / group_size) * kGroupM;
-  const int group_m = min(tiles_m - first_m, kGroupM);
-  m0 = (first_m + (pid % group_size) % group_m) * kBM;
-  n0 = ((pid % group_size) / group_m) * kBN;
-}
 
 // Thread 0 initialises the barriers; the caller then __syncthreads().
 __device__ __forceinline__ void init_ring(const Ring& ring) {
@@ -1059,6 +1165,18 @@ __device__ __forceinline__ void init_ring(const Ring& ring) {
     ANVIL_MARK(206, clock64());
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
+}
+
+// ==== Tile schedulers: which tiles (and k-tiles) a CTA computes ====================
+
+// Grouped raster: consecutive tile indices walk GROUP_M tile-rows column by column.
+__device__ __forceinline__ void tile_origin(int pid, int tiles_m, int tiles_n, int& m0,
+                                            int& n0) {
+  const int group_size = kGroupM * tiles_n;
+  const int first_m = (pid / group_size) * kGroupM;
+  const int group_m = min(tiles_m - first_m, kGroupM);
+  m0 = (first_m + (pid % group_size) % group_m) * kBM;
+  n0 = ((pid % group_size) / group_m) * kBN;
 }
 
 // A cluster of CLUSTER x CLUSTER_N CTAs: rank r sits at row r % CLUSTER and
@@ -1080,6 +1198,106 @@ __device__ __forceinline__ uint16_t row_mask(uint32_t rank) {
   for (int j = 0; j < kClusterN; ++j) m |= 1u << (cluster_row(rank) + j * kCluster);
   return static_cast<uint16_t>(m);
 }
+
+// Stream-K (PERSISTENT=2): CTA b of G owns the units [b*U/G, (b+1)*U/G) of the
+// U = tiles * k_tiles (tile, k-tile) units, tile-major: balanced to one unit.
+[[maybe_unused]] __device__ __forceinline__ unsigned long long unit_start(
+    unsigned b, unsigned long long units) {
+  return b * units / gridDim.x;
+}
+// Floats of the flag words (one per CTA) before the partial tiles, 256-byte aligned.
+[[maybe_unused]] __host__ __device__ __forceinline__ size_t flag_floats(unsigned ctas) {
+  return (static_cast<size_t>(ctas) + 63) / 64 * 64;
+}
+
+// TileScheduler::TilePerCta: the CTA's one tile (m0, n0) and its k-tile range.
+// A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
+// CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
+// computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
+// group sticks out of C, the ranks past M or N have their A or B boxes
+// zero-filled by TMA and their stores masked, but they still load and
+// multicast their shares.
+// Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
+// range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
+// splits, so n_kt >= 1; an empty range would still store its zero accumulators.
+struct TilePerCtaWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  int m0, n0;     // the tile's origin in C
+  int kt_begin;   // the split's first k-tile
+  int n_kt;       // and how many
+};
+[[maybe_unused]] __device__ __forceinline__ TilePerCtaWork tile_per_cta_work(
+    int tiles_m, int tiles_n, int k_tiles) {
+  TilePerCtaWork w;
+  w.rank = cluster_rank();
+  if constexpr (kClusterSize == 1) {
+    tile_origin(blockIdx.x, tiles_m, tiles_n, w.m0, w.n0);
+  } else {
+    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
+                (tiles_n + kClusterN - 1) / kClusterN, w.m0, w.n0);
+    w.m0 = w.m0 * kCluster + static_cast<int>(cluster_row(w.rank)) * kBM;
+    w.n0 = w.n0 * kClusterN + static_cast<int>(cluster_col(w.rank)) * kBN;
+  }
+  w.kt_begin = 0;
+  w.n_kt = k_tiles;
+  if constexpr (kSplitK > 1) {
+    const long long splits = gridDim.y;
+    const long long s = blockIdx.y;
+    w.kt_begin = static_cast<int>(s * k_tiles / splits);
+    w.n_kt = static_cast<int>((s + 1) * k_tiles / splits) - w.kt_begin;
+  }
+  return w;
+}
+
+// TileScheduler::Persistent and ::StreamK: this CTA takes the tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... (its local tiles i = 0, 1, ...; unsigned: no
+// overflow), each through the grouped raster. The host launches at most
+// num_tiles CTAs, so n_local >= 1.
+// CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
+// CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
+// computing rows m0 + r*BM, as without persistence), so their rings fill and
+// drain in the same order and every slot's B share is multicast to all of them.
+// Stream-K: with at least two waves of tiles, all but the last one or two waves
+// are whole tiles dealt round-robin (as Persistent: neighbouring tiles at the
+// same k share operands in L2); the (tile, k-tile) units of the tiles from
+// sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
+struct PersistentWork {
+  uint32_t rank;  // in the cluster (0 without clusters)
+  unsigned first_unit, unit_step;
+  int unit_rows;  // tile-row groups
+  int tiles_m, tiles_n;
+  unsigned num_tiles, n_local;
+  unsigned dp_waves, sk_tile0;       // stream-K: whole-tile waves, first shared tile
+  unsigned long long units, u0, u1;  // stream-K: shared units, this CTA's range
+
+  // The origin (m0, n0) of local tile i.
+  __device__ __forceinline__ void origin(unsigned i, int& m0, int& n0) const {
+    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
+    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
+  }
+};
+[[maybe_unused]] __device__ __forceinline__ PersistentWork persistent_work(int tiles_m,
+                                                                           int tiles_n,
+                                                                           int k_tiles) {
+  PersistentWork w;
+  w.rank = kCluster > 1 ? cluster_rank() : 0;
+  w.first_unit = blockIdx.x / kCluster;
+  w.unit_step = gridDim.x / kCluster;
+  w.unit_rows = (tiles_m + kCluster - 1) / kCluster;
+  w.tiles_m = tiles_m;
+  w.tiles_n = tiles_n;
+  w.num_tiles = static_cast<unsigned>(w.unit_rows) * static_cast<unsigned>(tiles_n);
+  w.n_local = (w.num_tiles - w.first_unit + w.unit_step - 1) / w.unit_step;
+  w.dp_waves = w.num_tiles >= 2 * gridDim.x ? w.num_tiles / gridDim.x - 1 : 0;
+  w.sk_tile0 = w.dp_waves * gridDim.x;
+  w.units = static_cast<unsigned long long>(w.num_tiles - w.sk_tile0) * k_tiles;
+  w.u0 = unit_start(blockIdx.x, w.units);
+  w.u1 = unit_start(blockIdx.x + 1, w.units);
+  return w;
+}
+
+// ==== Producer main loop (CUTLASS: CollectiveMma::load) ============================
+// One thread of the producer warpgroup issues every TMA load of the CTA.
 
 // Producer: k-tile kt of the tile at (m0, n0) into slot s (A as BK/64 K-major
 // boxes, one per sub-tile; then B as BK/64 K-major boxes in NT or BN/64
@@ -1142,6 +1360,95 @@ __device__ __forceinline__ void load_stage(const Ring& ring, int s, int kt, int 
   load_stage_b(ring, s, kt, n0, rank, tmB);
 }
 
+// Tile-per-CTA: ring stages thread 0 issues before the CTA barrier (see "Early
+// fill"): the first, unless A is multicast too (CLUSTER_N > 1).
+constexpr int kEarly = kClusterN == 1 ? 1 : 0;
+
+// Tile-per-CTA: the split's n_kt k-tiles, from k-tile kEarly on (the first
+// kEarly went before the CTA barrier: see "Early fill"); the ring position is
+// the local index i. Releases the next kernel after its last load (PDL=2) if the
+// call has no reduce kernel after this one.
+[[maybe_unused]] __device__ __forceinline__ void producer_tile_per_cta(
+    const Ring& ring, const TilePerCtaWork& w, bool last_kernel, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  ANVIL_MARK(202, clock64());
+  // Multicast clusters: the early stage's B share, now that every peer's
+  // barriers are initialised.
+  if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, tmB);
+  for (int i = kEarly; i < w.n_kt; ++i) {
+    const int kt = w.kt_begin + i;  // global k-tile; i drives the ring
+    const int s = i % kStages;
+    const int n = i / kStages;  // how many times slot s was filled before
+    if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
+    if (i < 64) ANVIL_MARK(8 + i, clock64());
+    load_stage(ring, s, kt, w.m0, w.n0, w.rank, tmA, tmB);
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad && last_kernel) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kClusterSize > 1)
+    for (int i = w.n_kt; i < w.n_kt + kStages; ++i) {
+      const int n = i / kStages;
+      if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
+    }
+}
+
+// Persistent and stream-K: every k-tile of the CTA's tiles (stream-K: its whole
+// tiles, then its share of units), the ring state running on across tiles.
+[[maybe_unused]] __device__ __forceinline__ void producer_persistent(
+    const Ring& ring, const PersistentWork& w, int k_tiles, const CUtensorMap* tmA,
+    const CUtensorMap* tmB) {
+  // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
+  // parity of its use n = g / STAGES; refill marks n >= 1.
+  int s = 0;
+  uint32_t parity = 0;
+  bool refill = false;
+  int m0 = 0, n0 = 0;
+  const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
+    if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
+    load_stage(ring, s, kt, m0, n0, w.rank, tmA, tmB);
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+      refill = true;
+    }
+  };
+  // Stream-K: the whole tiles, then the shared range, walked with counters: no
+  // division per unit (the producer's turnaround is on the ring's critical path).
+  for (unsigned i = 0; i < (kStreamK ? w.dp_waves : w.n_local); ++i) {
+    w.origin(i, m0, n0);
+    for (int kt = 0; kt < k_tiles; ++kt) load(kt);
+  }
+  if constexpr (kStreamK) {
+    int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
+    int kt = static_cast<int>(w.u0 % k_tiles);
+    if (w.u0 < w.u1) tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
+    for (unsigned long long u = w.u0; u < w.u1; ++u) {
+      load(kt);
+      if (++kt == k_tiles && u + 1 < w.u1) {
+        kt = 0;
+        tile_origin(++t, w.tiles_m, w.tiles_n, m0, n0);
+      }
+    }
+  }
+  if (kPdlMode == PdlRelease::AfterLastLoad) pdl_release();
+  // Multicast clusters: stay until every reader of the cluster has released
+  // the last use of each slot (see "Cluster exit").
+  if constexpr (kCluster > 1)
+    for (int j = 0; j < kStages; ++j) {
+      if (refill) mbar_wait(ring.empty(s), parity ^ 1);
+      if (++s == kStages) {
+        s = 0;
+        parity ^= 1;
+        refill = true;
+      }
+    }
+}
+
+// ==== Consumer main loop (CUTLASS: CollectiveMma::mma) =============================
+// Each consumer warpgroup waits for a slot's bytes, issues its wgmmas and releases
+// the slot once they have read it.
+
 // A consumer warp's release of slot s: in every CTA that multicasts into it
 // (its cluster column and row), so none refills the slot while this CTA reads it.
 __device__ __forceinline__ void release_slot(const Ring& ring, int s) {
@@ -1198,6 +1505,70 @@ __device__ __forceinline__ void mma_stage(const Ring& ring, int s, int a_row0, i
   wgmma_wait<1>();
   fence_acc(acc);
 }
+
+// One tile's main loop for a consumer (rows a_row0.. and columns b_col0.. of the
+// tile): waits for and consumes the ring positions of its k_tiles k-iterations
+// from (s, parity), leaving them advanced, and
+// releases every slot it used (the last one after wgmma_wait<0>). With
+// `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
+// as its last wgmmas are issued.
+[[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
+                                                              uint32_t& parity, int k_tiles,
+                                                              int a_row0, int b_col0,
+                                                              int turn_done,
+                                                              float (&acc)[kMTiles][kAcc]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+  int prev_s = 0;  // slot of the previous k-iteration of this tile
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
+    mma_stage(ring, s, a_row0, b_col0, acc);
+    if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
+    prev_s = s;
+    if (++s == kStages) {
+      s = 0;
+      parity ^= 1;
+    }
+  }
+  if (turn_done >= 0) named_bar_arrive(turn_done, 256);
+  wgmma_wait<0>();
+  fence_acc(acc);
+  // The tile's last k-iteration's slot: its wgmmas are complete, release it now
+  // (k_tiles >= 1) so the producer can refill it during the epilogue.
+  if (lane == 0) release_slot(ring, prev_s);
+}
+
+// The tile-per-CTA main loop, whose ring position is the local k-tile index.
+// Consumer c's accumulators over the split's n_kt k-tiles; every slot use is
+// released, the last one only in a multicast cluster (for the producers' exit).
+[[maybe_unused]] __device__ __forceinline__ void consume_tile_per_cta(
+    const Ring& ring, int n_kt, int c, int lane, float (&acc)[kMTiles][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+
+  for (int i = 0; i < n_kt; ++i) {
+    const int s = i % kStages;
+    mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
+    mma_stage(ring, s, wg_row(c), wg_col(c), acc);
+    if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
+    if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
+  }
+  wgmma_wait<0>();
+  fence_acc(acc);
+  if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
+  // Multicast clusters: the last slot too, for the producers' exit.
+  if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
+}
+
+// ==== Epilogue (CUTLASS: CollectiveEpilogue::store) ================================
+// From a consumer's fp32 accumulators to C (or to fp32 partials that a split-K or
+// stream-K sum adds up).
 
 // Accumulator fragment of m64nNk16 (per warp: 16 rows): d[4j+0..1] at (row
 // lane/4, cols 8j + 2*(lane%4) + {0,1}), d[4j+2..3] at row + 8. fn(mt, j, row,
@@ -1321,9 +1692,9 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
                                                             const CUtensorMap* tmC, bool c_tma,
                                                             __half* C, int M, int N, int row0,
                                                             int n0, float (&acc)[kMTiles][kAcc]) {
-  if constexpr (kEpilogue == 2)
+  if constexpr (kTmaEpilogue)
     store_tile_tma(stage, bar, reuse, tmC, c_tma, C, M, N, row0, n0, acc);
-  else if constexpr (kEpilogue == 1)
+  else if constexpr (kStagedEpilogue)
     store_tile_staged(stage, bar, reuse, C, M, N, row0, n0, acc);
   else
     store_tile_direct(C, M, N, row0, n0, acc);
@@ -1382,16 +1753,6 @@ __device__ __forceinline__ void store_tile_direct(__half* C, int M, int N, int r
   }
 }
 
-// Stream-K (PERSISTENT=2): CTA b of G owns the units [b*U/G, (b+1)*U/G) of the
-// U = tiles * k_tiles (tile, k-tile) units, tile-major: balanced to one unit.
-[[maybe_unused]] __device__ __forceinline__ unsigned long long unit_start(
-    unsigned b, unsigned long long units) {
-  return b * units / gridDim.x;
-}
-// Floats of the flag words (one per CTA) before the partial tiles, 256-byte aligned.
-[[maybe_unused]] __host__ __device__ __forceinline__ size_t flag_floats(unsigned ctas) {
-  return (static_cast<size_t>(ctas) + 63) / 64 * 64;
-}
 // A consumer thread's accumulators as float4 quads q = 0, 1, ...; a partial tile
 // keeps quad q of consumer thread ct at q * threads + ct (coalesced, and the
 // same thread of the same kernel reads it back: no layout mapping).
@@ -1420,41 +1781,134 @@ template <typename Fn>
     }
 }
 
-// One tile's main loop for a consumer (rows a_row0.. and columns b_col0.. of the
-// tile): waits for and consumes the ring positions of its k_tiles k-iterations
-// from (s, parity), leaving them advanced, and
-// releases every slot it used (the last one after wgmma_wait<0>). With
-// `turn_done` >= 0 it lets the other pingpong consumer start (bar.arrive) as soon
-// as its last wgmmas are issued.
-[[maybe_unused]] __device__ __forceinline__ void consume_tile(const Ring& ring, int& s,
-                                                              uint32_t& parity, int k_tiles,
-                                                              int a_row0, int b_col0,
-                                                              int turn_done,
-                                                              float (&acc)[kMTiles][kAcc]) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-  int prev_s = 0;  // slot of the previous k-iteration of this tile
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    mbar_wait(ring.full(s), parity);  // TMA bytes of use n of slot s landed
-    mma_stage(ring, s, a_row0, b_col0, acc);
-    if (kt > 0 && lane == 0) release_slot(ring, prev_s);  // the previous use
-    prev_s = s;
-    if (++s == kStages) {
-      s = 0;
-      parity ^= 1;
-    }
+// Tile-per-CTA: consumer c's part of the tile at (w.m0, w.n0) goes to the split's
+// workspace slab (SPLIT_K with slabs), into the cluster sum (SPLIT_REDUCE=1), or
+// to C (staged in the drained ring at sA0 for EPILOGUE 1 and 2).
+[[maybe_unused]] __device__ __forceinline__ void epilogue_tile_per_cta(
+    uint32_t sA0, int c, int row0, int col0, const TilePerCtaWork& w, bool cluster_sum,
+    const CUtensorMap* tmC, int c_tma, __half* C, int M, int N, float* partials, size_t slab,
+    float (&acc)[kMTiles][kAcc]) {
+  if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
+    // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
+    // after this kernel, sums the slabs.
+    const bool fpairs_ok = (N % 2 == 0);
+    float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
+    for_each_fragment(row0, col0, [&](int mt, int j, int row, int col) {
+      store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
+      store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
+                     fpairs_ok);
+    });
+  } else if (cluster_sum) {
+    // The ring is drained as for EPILOGUE=1 below; then every split's partial
+    // tile is visible to the cluster, summed, and kept until all have read it.
+    named_bar_sync<1, 128 * kConsumers>();
+    stage_partial(sA0, c, acc);
+    cluster_sync();
+    reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
+                        threadIdx.x - 128, C, M, N, w.m0, w.n0);
+    cluster_sync();
+  } else if constexpr (kStagedEpilogue) {
+    // Staged in the ring: every consumer has passed its last full-barrier wait,
+    // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
+    // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
+    // over the consumer threads (the producer warpgroup does not take part)
+    // makes sure no other consumer's wgmma still reads it either. Each consumer
+    // stages its part at the start of the ring.
+    named_bar_sync<1, 128 * kConsumers>();
+    if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
+    store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M, N,
+                      row0, col0, acc);
+  } else if constexpr (kTmaEpilogue) {
+    // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
+    if (c_tma) named_bar_sync<1, 128 * kConsumers>();
+    if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
+    store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, tmC,
+                   c_tma != 0, C, M, N, row0, col0, acc);
+    if (threadIdx.x % 128 == 0) bulk_wait_read();
+  } else {
+    store_tile_direct(C, M, N, row0, col0, acc);
   }
-  if (turn_done >= 0) named_bar_arrive(turn_done, 256);
-  wgmma_wait<0>();
-  fence_acc(acc);
-  // The tile's last k-iteration's slot: its wgmmas are complete, release it now
-  // (k_tiles >= 1) so the producer can refill it during the epilogue.
-  if (lane == 0) release_slot(ring, prev_s);
 }
 
+// ==== Consumer warpgroups of the persistent schedules ===============================
+// Main loop then epilogue, tile by tile. `stage` is the consumer's staging buffer
+// (EPILOGUE 1 and 2), `stage_bar` its warpgroup's named barrier. Pingpong's loop
+// is written in the kernel body (see there why).
+
+// TileScheduler::StreamK (cooperative): the CTA's units run as segments, one per
+// tile they touch. A segment that starts inside a tile (only the CTA's first can)
+// publishes its fp32 partial; the CTA that holds the tile's first k-tile adds the
+// later CTAs' partials, in CTA order, to its own and stores the tile. It reaches
+// that tile last in its range, while the later CTAs did theirs first.
+[[maybe_unused]] __device__ __forceinline__ void consumer_stream_k(
+    const Ring& ring, const PersistentWork& w, int k_tiles, int c, uint32_t stage,
+    int stage_bar, const CUtensorMap* tmC, int c_tma, __half* C, int M, int N,
+    float* partials, size_t slab, float (&acc)[kMTiles][kAcc]) {
+  const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
+  unsigned* flags = reinterpret_cast<unsigned*>(partials);
+  float* parts = partials + flag_floats(gridDim.x);
+  int s = 0;
+  uint32_t parity = 0;
+  bool stored = false;
+  for (unsigned i = 0; i < w.dp_waves; ++i, stored = true) {
+    int m0, n0;
+    w.origin(i, m0, n0);
+    consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+    store_tile(stage, stage_bar, stored, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+  }
+  int t = static_cast<int>(w.sk_tile0 + w.u0 / k_tiles);
+  int kt0 = static_cast<int>(w.u0 % k_tiles);
+  for (unsigned long long u = w.u0; u < w.u1; ++t, kt0 = 0) {
+    // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
+    const unsigned long long tile_end = u - kt0 + k_tiles;
+    const int n_kt = static_cast<int>((w.u1 < tile_end ? w.u1 : tile_end) - u);
+    consume_tile(ring, s, parity, n_kt, wg_row(c), wg_col(c), -1, acc);
+    u += n_kt;
+    if (kt0 > 0) {
+      float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
+      for_each_quad([&](int q, float4 v) { dst[q * 128 * kConsumers + ct] = v; }, acc);
+      __threadfence();
+      named_bar_sync<1, 128 * kConsumers>();
+      if (ct == 0) st_release_gpu(flags + blockIdx.x, 1u);
+      continue;
+    }
+    for (unsigned b = blockIdx.x + 1;
+         u < tile_end && b < gridDim.x && unit_start(b, w.units) < tile_end; ++b) {
+      while (ld_acquire_gpu(flags + b) == 0) __nanosleep(64);
+      const float4* src = reinterpret_cast<const float4*>(parts + b * slab);
+      add_quads(acc, src, 128 * kConsumers, ct);
+    }
+    int m0, n0;
+    tile_origin(t, w.tiles_m, w.tiles_n, m0, n0);
+    store_tile(stage, stage_bar, stored, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+    stored = true;
+  }
+}
+
+// KernelTmaWarpSpecializedCooperative over the Persistent scheduler's tiles: both
+// consumers work on every local tile, rows c * kWgRows.. (or columns); same ring
+// state as the producer's, advanced in the same order.
+[[maybe_unused]] __device__ __forceinline__ void consumer_cooperative(
+    const Ring& ring, const PersistentWork& w, int k_tiles, int c, uint32_t stage,
+    int stage_bar, const CUtensorMap* tmC, int c_tma, __half* C, int M, int N,
+    float (&acc)[kMTiles][kAcc]) {
+  int s = 0;
+  uint32_t parity = 0;
+  for (unsigned i = 0; i < w.n_local; ++i) {
+    int m0, n0;
+    w.origin(i, m0, n0);
+    consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
+    store_tile(stage, stage_bar, i > 0, tmC, c_tma, C, M, N, m0 + wg_row(c), n0 + wg_col(c),
+               acc);
+  }
+}
+
+// ==== The kernel (CUTLASS: GemmUniversal's operator()) =============================
+// Sets up the ring, then the producer warpgroup runs the producer main loop and
+// each consumer warpgroup the consumer main loop and the epilogue, for the tiles
+// the tile scheduler gives the CTA.
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tma_gemm(const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB,
@@ -1482,179 +1936,65 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     prefetch_tensormap(&tmA);
     prefetch_tensormap(&tmB);
-    if constexpr (kEpilogue == 2) prefetch_tensormap(&tmC);
+    if constexpr (kTmaEpilogue) prefetch_tensormap(&tmC);
   }
 
-#if ANVIL_PERSISTENT
-  // Persistent: this CTA takes the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
-  // (its local tiles i = 0, 1, ...; unsigned: no overflow), each through the
-  // grouped raster. The host launches at most num_tiles CTAs, so n_local >= 1.
-  // CLUSTER c > 1: the unit is a group of c vertically adjacent tiles, and the c
-  // CTAs of cluster q take the groups q, q + gridDim.x/c, ... in lockstep (rank r
-  // computing rows m0 + r*BM, as without persistence), so their rings fill and
-  // drain in the same order and every slot's B share is multicast to all of them.
-  const uint32_t rank = kCluster > 1 ? cluster_rank() : 0;
-  const unsigned first_unit = blockIdx.x / kCluster;
-  const unsigned unit_step = gridDim.x / kCluster;
-  const int unit_rows = (tiles_m + kCluster - 1) / kCluster;  // tile-row groups
-  const unsigned num_tiles = static_cast<unsigned>(unit_rows) * static_cast<unsigned>(tiles_n);
-  const unsigned n_local = (num_tiles - first_unit + unit_step - 1) / unit_step;
-  const auto local_origin = [&](unsigned i, int& m0, int& n0) {  // of local tile i
-    tile_origin(static_cast<int>(first_unit + i * unit_step), unit_rows, tiles_n, m0, n0);
-    if constexpr (kCluster > 1) m0 = m0 * kCluster + static_cast<int>(rank) * kBM;
-  };
-  // Stream-K: with at least two waves of tiles, all but the last one or two waves
-  // are whole tiles dealt round-robin (as PERSISTENT=1: neighbouring tiles at the
-  // same k share operands in L2); the (tile, k-tile) units of the tiles from
-  // sk_tile0 on are shared evenly, this CTA's being [u0, u1) counted from there.
-  const unsigned dp_waves = num_tiles >= 2 * gridDim.x ? num_tiles / gridDim.x - 1 : 0;
-  const unsigned sk_tile0 = dp_waves * gridDim.x;
-  const unsigned long long units = static_cast<unsigned long long>(num_tiles - sk_tile0) * k_tiles;
-  const unsigned long long u0 = unit_start(blockIdx.x, units);
-  const unsigned long long u1 = unit_start(blockIdx.x + 1, units);
+#if ANVIL_PERSISTENT != ANVIL_SCHEDULER_TILE_PER_CTA
+  const PersistentWork w = persistent_work(tiles_m, tiles_n, k_tiles);
 
   init_ring(ring);
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
   if constexpr (kCluster > 1) cluster_sync_after_init();
   else __syncthreads();
   pdl_wait();
-  if (kPdlMode == 1) pdl_release();
+  if (kPdlMode == PdlRelease::AtCtaStart) pdl_release();
 
   if (wg == 0) {
-    // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0) {
-      // Ring state of the CTA's running k-iteration g: slot s = g % STAGES and the
-      // parity of its use n = g / STAGES; refill marks n >= 1.
-      int s = 0;
-      uint32_t parity = 0;
-      bool refill = false;
-      int m0 = 0, n0 = 0;
-      const auto load = [&](int kt) {  // k-tile kt of the tile at (m0, n0)
-        if (refill) mbar_wait(ring.empty(s), parity ^ 1);  // consumers freed use n-1
-        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
-        if (++s == kStages) {
-          s = 0;
-          parity ^= 1;
-          refill = true;
-        }
-      };
-      // Stream-K: the whole tiles, then the shared range, walked with counters: no
-      // division per unit (the producer's turnaround is on the ring's critical path).
-      for (unsigned i = 0; i < (kStreamK ? dp_waves : n_local); ++i) {
-        local_origin(i, m0, n0);
-        for (int kt = 0; kt < k_tiles; ++kt) load(kt);
-      }
-      if constexpr (kStreamK) {
-        int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
-        int kt = static_cast<int>(u0 % k_tiles);
-        if (u0 < u1) tile_origin(t, tiles_m, tiles_n, m0, n0);
-        for (unsigned long long u = u0; u < u1; ++u) {
-          load(kt);
-          if (++kt == k_tiles && u + 1 < u1) {
-            kt = 0;
-            tile_origin(++t, tiles_m, tiles_n, m0, n0);
-          }
-        }
-      }
-      if (kPdlMode == 2) pdl_release();
-      // Multicast clusters: stay until every reader of the cluster has released
-      // the last use of each slot (see "Cluster exit").
-      if constexpr (kCluster > 1)
-        for (int j = 0; j < kStages; ++j) {
-          if (refill) mbar_wait(ring.empty(s), parity ^ 1);
-          if (++s == kStages) {
-            s = 0;
-            parity ^= 1;
-            refill = true;
-          }
-        }
-    }
+    if (threadIdx.x == 0) producer_persistent(ring, w, k_tiles, &tmA, &tmB);
   } else {
-    // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int c = wg - 1;
     // This consumer's own staging buffer: EPILOGUE=1 after the mbarriers, 2 before.
     const uint32_t stage =
-        kEpilogue == 2
+        kTmaEpilogue
             ? sTma0 + static_cast<uint32_t>(kSharedTmaStaging ? 0 : c * kWgTmaStagingBytes)
-                       : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
+            : ring.bars + 16u * kStages + static_cast<uint32_t>(c * kWgStagingBytes);
     const int stage_bar = 2 + c;
     float acc[kMTiles][kAcc];
     if constexpr (kStreamK) {
-      // Stream-K: the CTA's units run as segments, one per tile they touch. A
-      // segment that starts inside a tile (only the CTA's first can) publishes its
-      // fp32 partial; the CTA that holds the tile's first k-tile adds the later
-      // CTAs' partials, in CTA order, to its own and stores the tile. It reaches
-      // that tile last in its range, while the later CTAs did theirs first.
-      const int ct = static_cast<int>(threadIdx.x) - 128;  // consumer thread
-      unsigned* flags = reinterpret_cast<unsigned*>(partials);
-      float* parts = partials + flag_floats(gridDim.x);
-      int s = 0;
-      uint32_t parity = 0;
-      bool stored = false;
-      for (unsigned i = 0; i < dp_waves; ++i, stored = true) {
-        int m0, n0;
-        local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-      }
-      int t = static_cast<int>(sk_tile0 + u0 / k_tiles);
-      int kt0 = static_cast<int>(u0 % k_tiles);
-      for (unsigned long long u = u0; u < u1; ++t, kt0 = 0) {
-        // Units of tile t: [tile_end - k_tiles, tile_end), counted from sk_tile0.
-        const unsigned long long tile_end = u - kt0 + k_tiles;
-        const int n_kt = static_cast<int>((u1 < tile_end ? u1 : tile_end) - u);
-        consume_tile(ring, s, parity, n_kt, wg_row(c), wg_col(c), -1, acc);
-        u += n_kt;
-        if (kt0 > 0) {
-          float4* dst = reinterpret_cast<float4*>(parts + blockIdx.x * slab);
-          for_each_quad([&](int q, float4 v) { dst[q * 128 * kConsumers + ct] = v; }, acc);
-          __threadfence();
-          named_bar_sync<1, 128 * kConsumers>();
-          if (ct == 0) st_release_gpu(flags + blockIdx.x, 1u);
-          continue;
-        }
-        for (unsigned b = blockIdx.x + 1; u < tile_end && b < gridDim.x &&
-                                          unit_start(b, units) < tile_end;
-             ++b) {
-          while (ld_acquire_gpu(flags + b) == 0) __nanosleep(64);
-          const float4* src = reinterpret_cast<const float4*>(parts + b * slab);
-          add_quads(acc, src, 128 * kConsumers, ct);
-        }
-        int m0, n0;
-        tile_origin(t, tiles_m, tiles_n, m0, n0);
-        store_tile(stage, stage_bar, stored, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-        stored = true;
-      }
+      consumer_stream_k(ring, w, k_tiles, c, stage, stage_bar, &tmC, c_tma, C, M, N, partials,
+                        slab, acc);
     } else if constexpr (kPingpong) {
-      // Pingpong: consumer c computes the local tiles i = c, c + 2, ..., each whole.
-      // The ring holds every local tile's k-tiles in order, so tile i's occupy the
-      // running positions [i * k_tiles, (i + 1) * k_tiles). The consumers take
-      // turns through the main loop (named barriers 4 + c: "c's turn"): consumer c
-      // waits for its turn before tile i > 0, and hands the turn over once tile i's
-      // last wgmmas are issued, if tile i + 1 exists; its epilogue then overlaps
-      // the other consumer's main loop. Taking turns is also what makes the parity
-      // waits exact: a consumer starts waiting on the positions of tile i only
-      // after every position before them was waited on, so no slot is ever more
-      // than one phase ahead of its waiter.
-      for (unsigned i = c; i < n_local; i += 2) {
+      // KernelTmaWarpSpecializedPingpong: consumer c computes the local tiles
+      // i = c, c + 2, ..., each whole. The ring holds every local tile's k-tiles in
+      // order, so tile i's occupy the running positions [i * k_tiles, (i + 1) * k_tiles).
+      // The consumers take turns through the main loop (named barriers 4 + c: "c's
+      // turn"): consumer c waits for its turn before tile i > 0, and hands the turn over
+      // once tile i's last wgmmas are issued, if tile i + 1 exists; its epilogue then
+      // overlaps the other consumer's main loop. Taking turns is also what makes the
+      // parity waits exact: a consumer starts waiting on the positions of tile i only
+      // after every position before them was waited on, so no slot is ever more than
+      // one phase ahead of its waiter.
+      // (This loop stays in the kernel body: as a function of its own, nvcc's
+      // inliner simplifies it before inlining it here and orders two
+      // instructions of the k-loop differently, so the PTX would change.)
+      for (unsigned i = c; i < w.n_local; i += 2) {
         int m0, n0;
-        local_origin(i, m0, n0);
+        w.origin(i, m0, n0);
         const unsigned long long g = static_cast<unsigned long long>(i) * k_tiles;
         int s = static_cast<int>(g % kStages);
         uint32_t parity = static_cast<uint32_t>((g / kStages) & 1);
         if (i > 0) named_bar_sync(4 + c, 256);
-        consume_tile(ring, s, parity, k_tiles, 0, 0, i + 1 < n_local ? 4 + (1 - c) : -1, acc);
+        consume_tile(ring, s, parity, k_tiles, 0, 0, i + 1 < w.n_local ? 4 + (1 - c) : -1,
+                     acc);
         if constexpr (kSharedTmaStaging) {
           // One TMA staging buffer for both (see "Pingpong"): tile i's epilogue
           // waits until tile i - 1's stores have read it, and hands it on once its
           // own stores have.
           if (i > 0) named_bar_sync(6 + c, 160);
           store_tile(stage, stage_bar, false, &tmC, c_tma, C, M, N, m0, n0, acc);
-          if (i + 1 < n_local && threadIdx.x % 128 < 32) {
+          if (i + 1 < w.n_local && threadIdx.x % 128 < 32) {
             if (threadIdx.x % 128 == 0) bulk_wait_read();
             __syncwarp();
             named_bar_arrive(6 + (1 - c), 160);
@@ -1664,68 +2004,31 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     } else {
-      // Cooperative: both consumers work on every local tile, rows c * kWgRows..;
-      // same ring state as the producer's, advanced in the same order.
-      int s = 0;
-      uint32_t parity = 0;
-      for (unsigned i = 0; i < n_local; ++i) {
-        int m0, n0;
-        local_origin(i, m0, n0);
-        consume_tile(ring, s, parity, k_tiles, wg_row(c), wg_col(c), -1, acc);
-        store_tile(stage, stage_bar, i > 0, &tmC, c_tma, C, M, N, m0 + wg_row(c),
-                   n0 + wg_col(c), acc);
-      }
+      consumer_cooperative(ring, w, k_tiles, c, stage, stage_bar, &tmC, c_tma, C, M, N, acc);
     }
     // EPILOGUE=2: the last tile's TMA stores have read the buffer before the CTA
     // exits (its shared memory may then go to another CTA).
-    if constexpr (kEpilogue == 2)
+    if constexpr (kTmaEpilogue)
       if (threadIdx.x % 128 == 0) bulk_wait_read();
   }
   (void)partials;
   (void)slab;
 #else
-  // A cluster of c = CLUSTER x CLUSTER_N CTAs (ci .. ci+c-1) takes a group of
-  // CLUSTER x CLUSTER_N tiles through the grouped raster over groups; rank r
-  // computes the tile at cluster row r % CLUSTER, column r / CLUSTER. Where the
-  // group sticks out of C, the ranks past M or N have their A or B boxes
-  // zero-filled by TMA and their stores masked, but they still load and
-  // multicast their shares.
   if (threadIdx.x == 0) {
     ANVIL_MARK(0, global_ns());
     ANVIL_MARK(1, clock64());
   }
-  const uint32_t rank = cluster_rank();
-  int m0, n0;
-  if constexpr (kClusterSize == 1) {
-    tile_origin(blockIdx.x, tiles_m, tiles_n, m0, n0);
-  } else {
-    tile_origin(blockIdx.x / kClusterSize, (tiles_m + kCluster - 1) / kCluster,
-                (tiles_n + kClusterN - 1) / kClusterN, m0, n0);
-    m0 = m0 * kCluster + static_cast<int>(cluster_row(rank)) * kBM;
-    n0 = n0 * kClusterN + static_cast<int>(cluster_col(rank)) * kBN;
-  }
-  // Split-K: split blockIdx.y (of gridDim.y) owns the balanced, contiguous k-tile
-  // range [kt_begin, kt_begin + n_kt). The host launches min(SPLIT_K, k_tiles)
-  // splits, so n_kt >= 1; an empty range would still store its zero accumulators.
-  int kt_begin = 0;
-  int n_kt = k_tiles;
-  if constexpr (kSplitK > 1) {
-    const long long splits = gridDim.y;
-    const long long s = blockIdx.y;
-    kt_begin = static_cast<int>(s * k_tiles / splits);
-    n_kt = static_cast<int>((s + 1) * k_tiles / splits) - kt_begin;
-  }
+  const TilePerCtaWork w = tile_per_cta_work(tiles_m, tiles_n, k_tiles);
 
   init_ring(ring);
   if (threadIdx.x == 0) ANVIL_MARK(6, clock64());
   // The ring's first stage (see "Early fill"): the producer thread's own barriers
   // are initialised, so it issues what of it needs no peer before the barrier.
-  constexpr int kEarly = kClusterN == 1 ? 1 : 0;  // stages issued before the barrier
   if (kEarly > 0 && threadIdx.x == 0) {
     pdl_wait();  // the operands may come from the previous kernel
     ANVIL_MARK(8, clock64());
-    load_stage_a(ring, 0, kt_begin, m0, rank, &tmA);
-    if constexpr (kCluster == 1) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
+    load_stage_a(ring, 0, w.kt_begin, w.m0, w.rank, &tmA);
+    if constexpr (kCluster == 1) load_stage_b(ring, 0, w.kt_begin, w.n0, w.rank, &tmB);
   }
   // With clusters, the peers' multicasts and arrivals target this CTA's barriers.
   if constexpr (kClusterSize > 1) cluster_sync_after_init();
@@ -1737,106 +2040,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool last_kernel = gridDim.y == 1 || kClusterReduce;
   // SPLIT_REDUCE=1 with more than one split: the tile's splits sum in the cluster.
   const bool cluster_sum = kClusterReduce && gridDim.y > 1;
-  if (kPdlMode == 1 && last_kernel) pdl_release();
+  if (kPdlMode == PdlRelease::AtCtaStart && last_kernel) pdl_release();
 
   if (wg == 0) {
-    // ------------------------------ producer ------------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    if (threadIdx.x == 0) {
-      ANVIL_MARK(202, clock64());
-      // Multicast clusters: the early stage's B share, now that every peer's
-      // barriers are initialised.
-      if constexpr (kCluster > 1 && kEarly > 0) load_stage_b(ring, 0, kt_begin, n0, rank, &tmB);
-      for (int i = kEarly; i < n_kt; ++i) {
-        const int kt = kt_begin + i;  // global k-tile; i drives the ring
-        const int s = i % kStages;
-        const int n = i / kStages;  // how many times slot s was filled before
-        if (n > 0) mbar_wait(ring.empty(s), (n - 1) & 1);  // consumers freed it
-        if (i < 64) ANVIL_MARK(8 + i, clock64());
-        load_stage(ring, s, kt, m0, n0, rank, &tmA, &tmB);
-      }
-      if (kPdlMode == 2 && last_kernel) pdl_release();
-      // Multicast clusters: stay until every reader of the cluster has released
-      // the last use of each slot (see "Cluster exit").
-      if constexpr (kClusterSize > 1)
-        for (int i = n_kt; i < n_kt + kStages; ++i) {
-          const int n = i / kStages;
-          if (n > 0) mbar_wait(ring.empty(i % kStages), (n - 1) & 1);
-        }
-    }
+    if (threadIdx.x == 0) producer_tile_per_cta(ring, w, last_kernel, &tmA, &tmB);
     if (cluster_sum) {  // the producer warpgroup's part in the consumers' two barriers
       cluster_sync();
       cluster_sync();
     }
   } else {
-    // ------------------------------ consumers -----------------------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     if (threadIdx.x == 128) ANVIL_MARK(201, clock64());
     const int c = wg - 1;
     const int lane = threadIdx.x % 32;
-    const int row0 = m0 + wg_row(c);  // this consumer's part of the tile
-    const int col0 = n0 + wg_col(c);
-
+    const int row0 = w.m0 + wg_row(c);  // this consumer's part of the tile
+    const int col0 = w.n0 + wg_col(c);
     float acc[kMTiles][kAcc];
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-
-    for (int i = 0; i < n_kt; ++i) {
-      const int s = i % kStages;
-      mbar_wait(ring.full(s), (i / kStages) & 1);  // TMA bytes of slot s landed
-      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(72 + i, clock64());
-      mma_stage(ring, s, wg_row(c), wg_col(c), acc);
-      if (threadIdx.x == 128 && i < 64) ANVIL_MARK(136 + i, clock64());
-      if (i > 0 && lane == 0) release_slot(ring, (i - 1) % kStages);
-    }
-    wgmma_wait<0>();
-    fence_acc(acc);
-    if (threadIdx.x == 128) ANVIL_MARK(3, clock64());
-    // Multicast clusters: the last slot too, for the producers' exit.
-    if (kClusterSize > 1 && lane == 0) release_slot(ring, (n_kt - 1) % kStages);
-
-    if (kSplitK > 1 && !kClusterReduce && partials != nullptr) {
-      // This split's fp32 partial tile goes to its slab; splitk_reduce, launched
-      // after this kernel, sums the slabs.
-      const bool fpairs_ok = (N % 2 == 0);
-      float* P = partials + static_cast<size_t>(blockIdx.y) * slab;
-      for_each_fragment(row0, col0, [&](int mt, int j, int row, int col) {
-        store_pair_f32(P, M, N, row, col, acc[mt][4 * j + 0], acc[mt][4 * j + 1], fpairs_ok);
-        store_pair_f32(P, M, N, row + 8, col, acc[mt][4 * j + 2], acc[mt][4 * j + 3],
-                       fpairs_ok);
-      });
-    } else if (cluster_sum) {
-      // The ring is drained as for EPILOGUE=1 below; then every split's partial
-      // tile is visible to the cluster, summed, and kept until all have read it.
-      named_bar_sync<1, 128 * kConsumers>();
-      stage_partial(sA0, c, acc);
-      cluster_sync();
-      reduce_cluster_tile(sA0, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y),
-                          threadIdx.x - 128, C, M, N, m0, n0);
-      cluster_sync();
-    } else if constexpr (kEpilogue == 1) {
-      // Staged in the ring: every consumer has passed its last full-barrier wait,
-      // so all n_kt TMA loads (the producer issues exactly n_kt) have landed, and
-      // after wgmma_wait<0> its own wgmmas no longer read the ring; the barrier
-      // over the consumer threads (the producer warpgroup does not take part)
-      // makes sure no other consumer's wgmma still reads it either. Each consumer
-      // stages its part at the start of the ring.
-      named_bar_sync<1, 128 * kConsumers>();
-      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
-      store_tile_staged(sA0 + static_cast<uint32_t>(c * kWgStagingBytes), 2 + c, false, C, M,
-                        N, row0, col0, acc);
-    } else if constexpr (kEpilogue == 2) {
-      // Staged in the ring as for EPILOGUE=1, stored by TMA, read before the exit.
-      if (c_tma) named_bar_sync<1, 128 * kConsumers>();
-      if (threadIdx.x == 128) ANVIL_MARK(200, clock64());
-      store_tile_tma(sA0 + static_cast<uint32_t>(c * kWgTmaStagingBytes), 2 + c, false, &tmC,
-                     c_tma != 0, C, M, N, row0, col0, acc);
-      if (threadIdx.x % 128 == 0) bulk_wait_read();
-    } else {
-      store_tile_direct(C, M, N, row0, col0, acc);
-    }
+    consume_tile_per_cta(ring, w.n_kt, c, lane, acc);
+    epilogue_tile_per_cta(sA0, c, row0, col0, w, cluster_sum, &tmC, c_tma, C, M, N, partials,
+                          slab, acc);
     if (threadIdx.x == 128) {
       ANVIL_MARK(4, clock64());
       ANVIL_MARK(5, global_ns());
@@ -1859,7 +2082,7 @@ __global__ void pad_rows(const __half* __restrict__ src, __half* __restrict__ ds
   }
 }
 
-#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
+#if ANVIL_SPLIT_K > 1 && ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE
 // Split-K reduce: C[i] = fp16(sum over s = 0..splits-1, in that order, of
 // partials[s * slab + i]) for the flat index i < total = M*N (partials and C are
 // both row-major with ld = N, so the reduce needs no row/col). Fixed order: the
@@ -2107,7 +2330,7 @@ struct MapCache {
 bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, int K, int lda,
               int ldb, Maps* out) {
   thread_local MapCache cache;
-  const MapKey key{a, b, kEpilogue == 2 ? c : nullptr, M, N, K, lda, ldb};
+  const MapKey key{a, b, kTmaEpilogue ? c : nullptr, M, N, K, lda, ldb};
   if (!cache.valid || !(cache.key == key)) {
     cache.valid = false;  // until every map is encoded
     Maps& m = cache.maps;
@@ -2120,7 +2343,7 @@ bool get_maps(const __half* a, const __half* b, const __half* c, int M, int N, i
                           : make_map(&m.b, b, N, K, ldb, 64, kBK);
     if (!ok_b) return false;
     // EPILOGUE=2: C's boxes as the consumers stage them (store_tile_tma).
-    m.c_tma = kEpilogue == 2 && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
+    m.c_tma = kTmaEpilogue && N % 8 == 0 && (reinterpret_cast<uintptr_t>(c) & 15) == 0;
     constexpr CUtensorMapSwizzle kSwizzleC = kTmaBoxCols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
                                              : kTmaBoxCols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                                  : CU_TENSOR_MAP_SWIZZLE_32B;
@@ -2198,7 +2421,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
   float* partials = p.part_bytes > 0 ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
                                                             p.a_bytes + p.b_bytes)
                                  : nullptr;
-#if ANVIL_PERSISTENT
+#if ANVIL_PERSISTENT != ANVIL_SCHEDULER_TILE_PER_CTA
   // Persistent: one CTA per SM at most (launch bounds 1), each looping over tiles;
   // with CLUSTER c, as many clusters as fit at once, each looping over groups of
   // c tile-rows.
@@ -2230,7 +2453,7 @@ extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, in
              maps.c_tma ? 1 : 0, C, M, N, K, static_cast<int>(tiles_m),
              static_cast<int>(tiles_n), partials, p.slab) != cudaSuccess)
     return 1;
-#if ANVIL_SPLIT_K > 1 && !ANVIL_SPLIT_REDUCE
+#if ANVIL_SPLIT_K > 1 && ANVIL_SPLIT_REDUCE == ANVIL_SPLIT_REDUCE_WORKSPACE
   if (p.splits > 1) {
     const size_t total = static_cast<size_t>(M) * N;
     const bool c_vec = (reinterpret_cast<uintptr_t>(C) & 7) == 0;

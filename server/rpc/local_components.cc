@@ -19,7 +19,7 @@ ServeComponents LocalServeComponents() {
           "no CUDA device on this server (", err == cudaSuccess ? "none found" : cudaGetErrorString(err),
           "); run anvil serve on a GPU node"));
     }
-    LocalWorkerOptions wo;
+    LocalEvaluatorOptions wo;
     wo.build_jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
     absl::StatusOr<std::unique_ptr<LocalEvaluator>> e = LocalEvaluator::Create(wo);
     if (!e.ok()) return e.status();

@@ -46,24 +46,21 @@ grpc::ServerWriteReactor<v1::JobProgress>* KernelSearchService::OptimizeKernel(
     check = absl::UnavailableError(absl::StrCat("this server cannot measure kernels: ",
                                                 deps_.no_evaluator_reason));
   }
-  return Stream(context, "OptimizeKernel", check, [this, request]() -> absl::StatusOr<std::string> {
+  auto find = [this, request]() -> absl::StatusOr<std::string> {
     if (absl::Status st = CheckGpu(*request); !st.ok()) return st;
-    std::string job_id = request->resume_job_id();
-    if (job_id.empty()) {
-      if (absl::Status st = CheckCapacity(); !st.ok()) return st;
-      absl::StatusOr<v1::Job> job = deps_.jobs->CreateJob(*request, request->request_id());
-      if (!job.ok()) return job.status();
-      job_id = job->id();
-    }
-    // A replay (or a resume) finds its job running or ended: watching it is the answer.
+    if (!request->resume_job_id().empty()) return request->resume_job_id();
+    if (absl::Status st = CheckCapacity(); !st.ok()) return st;
+    absl::StatusOr<v1::Job> job = deps_.jobs->CreateJob(*request, request->request_id());
+    if (!job.ok()) return job.status();
+    return job->id();
+  };
+  // A replay (or a resume) finds its job running or ended: watching it is the answer.
+  auto start = [this](const std::string& job_id) -> absl::Status {
     absl::Status started = deps_.jobs->StartJob(job_id);
-    if (started.ok()) {
-      if (deps_.job_started) deps_.job_started(job_id);
-    } else if (!absl::IsFailedPrecondition(started)) {
-      return started;
-    }
-    return job_id;
-  });
+    if (started.ok() && deps_.job_started) deps_.job_started(job_id);
+    return started.ok() || absl::IsFailedPrecondition(started) ? absl::OkStatus() : started;
+  };
+  return Stream(context, "OptimizeKernel", check, find, start);
 }
 
 }  // namespace anvil::rpc

@@ -54,6 +54,12 @@ const Entry kTable[] = {
     {"tls.key_file", &ServerOptions::key_file, "PEM private key"},
     {"metrics.listen", &ServerOptions::metrics_listen, "host:port of the Prometheus /metrics endpoint (empty: off)"},
     {"export.root", &ServerOptions::export_root, "ExportLibrary writes only below this folder (empty: ExportLibrary refused)"},
+    {"fleet.enabled", &ServerOptions::fleet_enabled, "measure on fleet workers (anvil worker) instead of this node's GPU"},
+    {"fleet.lease_seconds", &ServerOptions::fleet_lease_seconds, "a task lease not renewed for this long is leased again"},
+    {"fleet.heartbeat_seconds", &ServerOptions::fleet_heartbeat_seconds, "workers heartbeat this often (below fleet.lease_seconds)"},
+    {"fleet.quarantine_after", &ServerOptions::fleet_quarantine_after, "consecutive infrastructure failures that quarantine a worker"},
+    {"fleet.artifact_dir", &ServerOptions::fleet_artifact_dir, "built artifacts by SHA-256 (empty: <server.db>.artifacts)"},
+    {"fleet.gpu", &ServerOptions::fleet_gpu, "GPU model fleet jobs measure on (empty: the first GPU worker's)"},
 };
 
 const Entry* Find(const std::string& name) {
@@ -190,6 +196,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.default_figure != "device" && o.default_figure != "warm" && o.default_figure != "cold" &&
       o.default_figure != "call") {
     return bad("jobs.default_figure must be device, warm, cold or call");
+  }
+  if (o.fleet_lease_seconds <= 0 || o.fleet_heartbeat_seconds <= 0 ||
+      o.fleet_heartbeat_seconds >= o.fleet_lease_seconds || o.fleet_quarantine_after < 1) {
+    return bad("fleet: need 0 < heartbeat_seconds < lease_seconds and quarantine_after >= 1");
   }
   if (o.max_receive_message_bytes < 1024 || o.max_send_message_bytes < 1024) {
     return bad("limits.*_message_bytes must be at least 1024");

@@ -53,6 +53,13 @@ struct ServerOptions {
   std::string metrics_listen;  // host:port of the Prometheus /metrics endpoint; empty: off
   // [export]
   std::string export_root;     // ExportLibrary writes only below this folder; empty: refused
+  // [fleet] (server/fleet/FLEET.md)
+  bool fleet_enabled = false;         // measure on fleet workers (anvil worker), not this node's GPU
+  double fleet_lease_seconds = 30;    // a task lease not renewed for this long goes back to the queue
+  double fleet_heartbeat_seconds = 5; // workers heartbeat this often (< lease_seconds)
+  int fleet_quarantine_after = 3;     // consecutive infrastructure failures that quarantine a worker
+  std::string fleet_artifact_dir;     // built artifacts by SHA-256; empty: <db>.artifacts
+  std::string fleet_gpu;              // the GPU model jobs measure on; empty: the first worker's
 };
 
 // One option as the table names it: "section.key", its help text and the

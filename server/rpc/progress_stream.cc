@@ -20,12 +20,14 @@ ProgressStream::ProgressStream(KernelSearchService* service, const char* method)
   link_->stream = this;
 }
 
-void ProgressStream::Attach(JobService& jobs, const std::string& job_id) {
+void ProgressStream::Attach(JobService& jobs, const std::string& job_id,
+                            const std::function<absl::Status(const std::string&)>& start) {
   absl::StatusOr<std::unique_ptr<Watch>> watch =
       jobs.WatchJob(job_id, [link = link_](const JobEvent& event) {
         absl::MutexLock lock(&link->mu);
         if (link->stream != nullptr) link->stream->Push(event);
       });
+  absl::Status started = watch.ok() && start ? start(job_id) : absl::OkStatus();
   // An end the watch may have missed (the job ended while it was set up).
   if (watch.ok()) {
     absl::StatusOr<v1::Job> job = jobs.GetJob(job_id);
@@ -39,8 +41,9 @@ void ProgressStream::Attach(JobService& jobs, const std::string& job_id) {
   }
   absl::MutexLock lock(&mu_);
   attaching_ = false;
-  if (!watch.ok()) {
-    if (!finish_) finish_ = ToGrpc(watch.status());
+  if (!watch.ok() || !started.ok()) {
+    if (!finish_) finish_ = ToGrpc(watch.ok() ? started : watch.status());
+    if (watch.ok()) watch_ = *std::move(watch);  // released in OnDone
   } else {
     watch_ = *std::move(watch);
   }

@@ -31,7 +31,9 @@ class ProgressStream final : public grpc::ServerWriteReactor<v1::JobProgress> {
   ProgressStream(KernelSearchService* service, const char* method);
   // Watches `job_id` (on an executor thread; JobService::WatchJob reads the
   // store). Until Attach or Close the stream cannot finish (and be deleted).
-  void Attach(JobService& jobs, const std::string& job_id);
+  // Then calls `start` (when set); its error ends the stream.
+  void Attach(JobService& jobs, const std::string& job_id,
+              const std::function<absl::Status(const std::string&)>& start);
   // Ends the stream with `status` once the write in flight is done.
   void Close(const grpc::Status& status);
 

@@ -13,9 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "server/fleet/fleet.h"
+#include "server/fleet/remote_evaluator.h"
 #include "server/rpc/metered_evaluator.h"
 #include "server/rpc/metrics.h"
 #include "server/rpc/server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "store/store.h"
 
@@ -73,6 +76,24 @@ JobServiceOptions JobOptions(const ServerOptions& o, Store& store, CandidateEval
   return j;
 }
 
+FleetOptions FleetOptionsOf(const ServerOptions& o) {
+  FleetOptions f;
+  f.lease_seconds = o.fleet_lease_seconds;
+  f.heartbeat_seconds = o.fleet_heartbeat_seconds;
+  f.quarantine_after = o.fleet_quarantine_after;
+  f.artifact_dir = o.fleet_artifact_dir.empty() ? o.db + ".artifacts" : o.fleet_artifact_dir;
+  return f;
+}
+
+// fleet.enabled: jobs measure on the fleet's workers.
+absl::StatusOr<std::unique_ptr<CandidateEvaluator>> FleetEvaluator(const ServerOptions& o, Fleet* fleet) {
+  RemoteEvaluatorOptions r;
+  r.gpu = o.fleet_gpu;
+  spdlog::info("anvil serve: measuring on the fleet (lease {} s, heartbeat {} s)", o.fleet_lease_seconds,
+               o.fleet_heartbeat_seconds);
+  return std::unique_ptr<CandidateEvaluator>(std::make_unique<RemoteEvaluator>(fleet, r));
+}
+
 // What a server with no GPU measures with: nothing (OptimizeKernel is refused first).
 class NoEvaluator final : public CandidateEvaluator {
  public:
@@ -128,6 +149,7 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // every thread made from here on inherits it
+  spdlog::set_default_logger(spdlog::stderr_color_mt("anvil-serve"));  // stdout stays clean
 
   absl::StatusOr<ServerOptions> options = ParseOptions(args, program);
   if (!options.ok()) return absl::IsCancelled(options.status()) ? 0 : Fail(options.status(), 2);
@@ -136,8 +158,11 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
   absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> metrics = Server::MakeMetrics(*options, **store);
   if (!metrics.ok()) return Fail(metrics.status(), 3);
 
+  absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Create(store->get(), FleetOptionsOf(*options));
+  if (!fleet.ok()) return Fail(fleet.status(), 4);
   std::string no_evaluator;
-  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made = components.evaluator(*options);
+  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made =
+      options->fleet_enabled ? FleetEvaluator(*options, fleet->get()) : components.evaluator(*options);
   std::unique_ptr<CandidateEvaluator> inner;
   if (made.ok()) {
     inner = *std::move(made);
@@ -156,7 +181,8 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
                                           [&evaluator, known = components.gpu] {
                                             std::optional<v1::RunnerInfo> d = evaluator.device();
                                             return d ? d->gpu() : known;
-                                          }});
+                                          },
+                                          fleet->get()});
   if (!server.ok()) return Fail(server.status(), 3);
   if (absl::Status st = WritePortFile(options->port_file, (*server)->port()); !st.ok()) return Fail(st, 1);
 

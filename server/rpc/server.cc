@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "report/status.h"
 #include "reward/reward.h"
+#include "server/fleet/fleet_service.h"
 #include "server/job_service.h"
 #include "server/rpc/service.h"
 #include "spdlog/spdlog.h"
@@ -76,6 +77,7 @@ struct Server::Impl {
   std::unique_ptr<rpc::Executor> executor;
   rpc::ServerMetrics* metrics = nullptr;
   std::unique_ptr<rpc::KernelSearchService> service;
+  std::unique_ptr<FleetService> fleet_service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Mutex mu;
@@ -145,6 +147,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.AddListeningPort(options.listen, *creds, &impl->port);
   Configure(options, builder);
   builder.RegisterService(impl->service.get());
+  if (parts.fleet != nullptr) {
+    const rpc::TokenAuth* auth_check = &impl->auth;
+    impl->fleet_service = std::make_unique<FleetService>(
+        parts.fleet, [auth_check](std::optional<std::string> header) {
+          return auth_check->CheckHeader(std::move(header));
+        });
+    builder.RegisterService(impl->fleet_service.get());
+  }
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
@@ -152,6 +162,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
   health->SetServingStatus(kServiceName, true);
+  if (parts.fleet != nullptr) health->SetServingStatus("anvil.v1.Fleet", true);
   spdlog::info("anvil serve: {} on port {} ({}{}), store {}", kServiceName, impl->port,
                options.cert_file.empty() ? "plaintext" : "TLS",
                impl->auth.enabled() ? ", bearer token required" : "", options.db);

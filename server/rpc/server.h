@@ -21,6 +21,7 @@
 
 namespace anvil {
 
+class Fleet;
 class JobService;
 class Store;
 namespace rpc {
@@ -38,6 +39,9 @@ struct ServerParts {
   // The GPU model this server measures on ("" while unknown): a problem naming
   // another is refused UNAVAILABLE (no evaluator for that GPU here).
   std::function<std::string()> gpu;
+  // The fleet whose Fleet service this server also serves (same port, same
+  // bearer token); null: none.
+  Fleet* fleet = nullptr;
 };
 
 class Server {

@@ -50,7 +50,8 @@ grpc::ServerUnaryReactor* KernelSearchService::Unary(grpc::CallbackServerContext
 
 grpc::ServerWriteReactor<v1::JobProgress>* KernelSearchService::Stream(
     grpc::CallbackServerContext* context, const char* method, const absl::Status& check,
-    std::function<absl::StatusOr<std::string>()> start) {
+    std::function<absl::StatusOr<std::string>()> find,
+    std::function<absl::Status(const std::string& job_id)> start) {
   auto* stream = new ProgressStream(this, method);
   deps_.metrics->StreamOpened();
   absl::Status admitted = Admit(*context);
@@ -64,11 +65,11 @@ grpc::ServerWriteReactor<v1::JobProgress>* KernelSearchService::Stream(
     stream->Close(ToGrpc(admitted));
     return stream;
   }
-  deps_.executor->Submit([this, context, stream, start = std::move(start)] {
-    absl::StatusOr<std::string> job_id = StillWanted(*context);
-    if (job_id.ok()) job_id = start();
+  deps_.executor->Submit([this, context, stream, find = std::move(find), start = std::move(start)] {
+    const absl::Status wanted = StillWanted(*context);
+    absl::StatusOr<std::string> job_id = wanted.ok() ? find() : absl::StatusOr<std::string>(wanted);
     if (!job_id.ok()) return stream->Close(ToGrpc(job_id.status()));
-    stream->Attach(*deps_.jobs, *job_id);
+    stream->Attach(*deps_.jobs, *job_id, start);
   });
   return stream;
 }

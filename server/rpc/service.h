@@ -89,11 +89,13 @@ class KernelSearchService final : public v1::KernelSearch::CallbackService {
   // while queued), its status mapped by ToGrpc.
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, const char* method,
                                   const absl::Status& check, std::function<absl::Status()> work);
-  // A progress stream for `job_id` (OptimizeKernel: after `start` succeeds on
-  // the executor, which returns the job id to watch).
+  // A progress stream. On the executor: `find` returns the job id to watch
+  // (OptimizeKernel creates the job), the stream watches it, then `start`
+  // (if any) starts it, so no event of the job is missed.
   grpc::ServerWriteReactor<v1::JobProgress>* Stream(
       grpc::CallbackServerContext* context, const char* method, const absl::Status& check,
-      std::function<absl::StatusOr<std::string>()> start);
+      std::function<absl::StatusOr<std::string>()> find,
+      std::function<absl::Status(const std::string& job_id)> start = nullptr);
   absl::Status CheckCapacity();
   absl::Status CheckGpu(const v1::OptimizeKernelRequest& request);
   absl::Status Admit(const grpc::CallbackServerContext& context) const;  // auth + draining

@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "proto/problem.h"
@@ -20,13 +23,13 @@ namespace {
 
 using testing_serve::ServerProcess;
 
-struct Run {
+struct CliRun {
   int code = -1;
   std::string out;
 };
 
-Run Cli(const std::string& args) {
-  Run r;
+CliRun Cli(const std::string& args) {
+  CliRun r;
   FILE* p = popen(absl::StrCat(ANVIL_CLI, " ", args, " 2>&1").c_str(), "r");
   char buf[4096];
   size_t n;
@@ -87,44 +90,52 @@ std::string Summary(const std::string& out) {
 TEST_F(ServeCliTest, ServerModePrintsWhatLocalModePrints) {
   ASSERT_TRUE(server_->Start());
   const std::string remote = absl::StrCat("--server ", server_->target());
-  Run opt = Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --shape 1024x512x256 --layout nt"));
+  CliRun opt = Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --shape 1024x512x256 --layout nt"));
   ASSERT_EQ(opt.code, 0) << opt.out;
   EXPECT_NE(opt.out.find("geomean speedup over the best baseline"), std::string::npos) << opt.out;
-  Run jobs = Cli(absl::StrCat(remote, " jobs"));
+  CliRun jobs = Cli(absl::StrCat(remote, " jobs"));
   ASSERT_EQ(jobs.code, 0) << jobs.out;
   std::vector<std::string> rows = absl::StrSplit(jobs.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(rows.size(), 2u) << jobs.out;
   const std::string job_id = rows[1].substr(0, rows[1].find(' '));
   EXPECT_NE(rows[1].find("succeeded"), std::string::npos);
   // Watching the ended job prints the same summary the optimize call ended with.
-  Run watch = Cli(absl::StrCat(remote, " watch ", job_id));
+  CliRun watch = Cli(absl::StrCat(remote, " watch ", job_id));
   ASSERT_EQ(watch.code, 0) << watch.out;
   EXPECT_EQ(Summary(watch.out), Summary(opt.out));
   EXPECT_FALSE(Summary(opt.out).empty()) << opt.out;
   // kernels: the server's answer and the store's, read here, are the same text.
   for (const std::string& args : {std::string("kernels"), std::string("kernels --figure warm"),
-                                  absl::StrCat("kernels --job ", job_id), std::string("--json kernels")}) {
-    Run local = Cli(absl::StrCat("--db ", db_, " ", args));
-    Run served = Cli(absl::StrCat(remote, " ", args));
+                                  absl::StrCat("kernels --job ", job_id)}) {
+    CliRun local = Cli(absl::StrCat("--db ", db_, " ", args));
+    CliRun served = Cli(absl::StrCat(remote, " ", args));
     ASSERT_EQ(local.code, 0) << local.out;
     ASSERT_EQ(served.code, 0) << served.out;
     EXPECT_EQ(served.out, local.out) << args;
     EXPECT_NE(local.out.find("FAKE-GPU"), std::string::npos) << local.out;
   }
-  Run unknown = Cli(absl::StrCat(remote, " watch job-nope"));
+  // --json: the same message (proto maps print in no fixed order, so compared as messages).
+  CliRun local_json = Cli(absl::StrCat("--db ", db_, " --json kernels"));
+  CliRun served_json = Cli(absl::StrCat(remote, " --json kernels"));
+  v1::ListKernelsResponse a, b;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(local_json.out, &a).ok()) << local_json.out;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(served_json.out, &b).ok()) << served_json.out;
+  EXPECT_EQ(a.kernels_size(), 2);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
+  CliRun unknown = Cli(absl::StrCat(remote, " watch job-nope"));
   EXPECT_EQ(unknown.code, 2) << unknown.out;
-  Run needs_server = Cli("jobs");
+  CliRun needs_server = Cli("jobs");
   EXPECT_EQ(needs_server.code, 2) << needs_server.out;
 }
 
 TEST_F(ServeCliTest, MetricsAreServedAsPrometheusText) {
   const int port = FreePort();
   ASSERT_TRUE(server_->Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)}));
-  Run opt = Cli(absl::StrCat("--server ", server_->target(), " optimize --shape 128x128x128"));
+  CliRun opt = Cli(absl::StrCat("--server ", server_->target(), " optimize --shape 128x128x128"));
   ASSERT_EQ(opt.code, 0) << opt.out;
   const std::string text = HttpGet(absl::StrCat("http://127.0.0.1:", port, "/metrics"));
   for (const char* want : {"anvil_jobs{state=\"succeeded\"} 1", "anvil_job_queue_depth 0",
-                           "anvil_candidates_built_total{outcome=\"ok\"} 6",
+                           "anvil_candidates_built_total{outcome=\"ok\"} 6",  // the re-checks reuse the winner's build
                            "anvil_candidates_measured_total{verdict=\"passed\"}",
                            "anvil_measure_seconds_bucket", "anvil_build_seconds_count 6",
                            "anvil_reward_count", "anvil_store_bytes",
@@ -162,9 +173,9 @@ TEST_F(ServeCliTest, TlsWhenGivenACertificate) {
                                      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ", key,
                                      " -out ", cert, " > /dev/null 2>&1").c_str()), 0);
   ASSERT_TRUE(server_->Start({"--tls-cert-file", cert, "--tls-key-file", key}));
-  Run tls = Cli(absl::StrCat("--server ", server_->target(), " --tls-ca ", cert, " jobs"));
+  CliRun tls = Cli(absl::StrCat("--server ", server_->target(), " --tls-ca ", cert, " jobs"));
   EXPECT_EQ(tls.code, 0) << tls.out;
-  Run plain = Cli(absl::StrCat("--server ", server_->target(), " jobs"));
+  CliRun plain = Cli(absl::StrCat("--server ", server_->target(), " jobs"));
   EXPECT_EQ(plain.code, 3) << plain.out;  // UNAVAILABLE: no plaintext on a TLS port
 }
 

@@ -81,7 +81,11 @@ TEST_F(ServeTest, AJobCompletesAndItsWinnersAreListed) {
   ASSERT_FALSE(events.empty());
   const v1::Job& last = events.back().job();
   EXPECT_EQ(last.state(), v1::JOB_STATE_SUCCEEDED) << last.error();
-  EXPECT_EQ(Count(events, "measured"), 12);  // 6 candidates x 2 problems, each once
+  std::set<std::pair<std::string, std::string>> pairs;  // (candidate, problem) measured
+  for (const v1::JobProgress& e : events) {
+    if (e.event() == "measured") pairs.insert({e.measurement().candidate_id(), ProblemName(e.measurement().problem())});
+  }
+  EXPECT_EQ(pairs.size(), 12u);  // 6 candidates x 2 problems, every one streamed
   EXPECT_GE(Count(events, "new_best"), 2);
   ASSERT_EQ(last.problems_size(), 2);
   absl::StatusOr<v1::ListKernelsResponse> kernels = c->ListKernels({});

@@ -33,7 +33,7 @@ class ServerProcess {
   bool Start(const std::vector<std::string>& extra = {}, const std::map<std::string, std::string>& env = {}) {
     port_file_ = absl::StrCat(dir_, "/port.", ++starts_);
     unlink(port_file_.c_str());
-    std::vector<std::string> args = {binary_, "--server-listen", "127.0.0.1:0", "--server-db", db_,
+    std::vector<std::string> args = {binary_, "--server-listen", listen_, "--server-db", db_,
                                      "--server-port-file", port_file_, "--server-drain-seconds", "10"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
@@ -83,9 +83,12 @@ class ServerProcess {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   int starts() const { return starts_; }
+  // Later starts listen on the port this one got (clients reconnect to it).
+  void KeepPort() { listen_ = target(); }
 
  private:
   std::string binary_, db_, dir_, port_file_;
+  std::string listen_ = "127.0.0.1:0";
   pid_t pid_ = -1;
   int port_ = 0;
   int starts_ = 0;

@@ -160,7 +160,13 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, 
     return Failure{v1::VERDICT_INCORRECT, "input_modified",
                    absl::StrCat(host[1], " elements of A or B changed")};
   }
-  absl::StatusOr<CompareStats> st = CompareWithReference(c().data<__half>());
+  return JudgeValues(c().data<__half>(), kind, rel_err, excess_err);
+}
+
+absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeValues(const __half* c, Inputs kind,
+                                                                   double* rel_err,
+                                                                   double* excess_err) {
+  absl::StatusOr<CompareStats> st = CompareWithReference(c);
   if (!st.ok()) return st.status();
   if (st->poison) {
     return Failure{v1::VERDICT_INCORRECT, "unwritten_output",

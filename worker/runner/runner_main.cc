@@ -6,7 +6,9 @@
 // 4 the runner itself failed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -61,24 +63,77 @@ void FillDefaults(v1::RunnerProtocol& p) {
   def([&] { return p.flush_bytes(); }, [&](int64_t v) { p.set_flush_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_extra_device_bytes(); }, [&](int64_t v) { p.set_max_extra_device_bytes(v); }, int64_t(256) << 20);
   def([&] { return p.max_workspace_bytes(); }, [&](int64_t v) { p.set_max_workspace_bytes(v); }, int64_t(4) << 30);
-  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 8);
+  // Every algorithm the heuristic returns, up to 32: the fastest for a shape
+  // is not always among its first few.
+  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 32);
+  // Graph replays: 3 per regime, implementation and round, each lasting about
+  // a millisecond (at least 4 calls, at most 8192), the cold sets together
+  // over twice the L2.
+  def([&] { return p.graph_samples(); }, [&](int v) { p.set_graph_samples(v); }, 3);
+  def([&] { return p.graph_replay_us(); }, [&](double v) { p.set_graph_replay_us(v); }, 1000.0);
+  def([&] { return p.graph_max_calls(); }, [&](int v) { p.set_graph_max_calls(v); }, 8192);
+  def([&] { return p.graph_cold_l2_multiple(); }, [&](double v) { p.set_graph_cold_l2_multiple(v); }, 2.0);
   // A kernel's speed can depend on where its operands lie in device memory: on
   // the H200 a 1000^3 kernel's median moved 6% from one operand set to another,
-  // the same sets in every process (bench/NOTES.md, session 19), so one set per
-  // process is one draw. Four sets, up to 4 GiB of them.
+  // the same sets in every process, so one set per process is one draw
+  // (bench/results/2026-11-26-operand-placement-h200.md). Four sets, up to 4 GiB of them.
   def([&] { return p.operand_sets(); }, [&](int v) { p.set_operand_sets(v); }, 4);
   def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
 }
 
-const v1::LtAlgo* FindAlgo(const v1::RunnerRequest& req, const v1::Shape& s,
-                           const std::string& version) {
+// Calls of one implementation a problem makes at most after its ProblemStart:
+// warm-up, the eager timing rounds, the graph replays (each replay of a
+// sample runs twice, in both regimes, plus one audited replay per regime; a
+// hot replay holds about graph_replay_us of calls, a cold one up to
+// the cold sets' count rounded up), and the correctness, timed-output and capture checks
+// (kCheckCalls). The worker scales the problem's time limit with it: keep it
+// an upper bound when the timing protocol changes.
+int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, double reference_us,
+                                      const v1::Shape& shape, int64_t l2_bytes) {
+  constexpr int64_t kCheckCalls = 64;
+  const int64_t eager = p.warmup_calls() + int64_t(p.rounds()) * (p.device_samples() + p.cold_samples() +
+                                                                  p.warm_calls() + p.call_samples());
+  const int64_t hot_calls = std::clamp<int64_t>(
+      reference_us > 0 ? int64_t(std::ceil(p.graph_replay_us() / reference_us)) : 4, 4,
+      std::max(4, p.graph_max_calls()));
+  // The cold sets as the session sizes them (graph_timing.cc), each call once at least.
+  const double set_bytes = 2.0 * (double(shape.m()) * shape.k() + double(shape.n()) * shape.k() +
+                                  double(shape.m()) * shape.n());
+  const int64_t sets = std::clamp<int64_t>(
+      int64_t(p.graph_cold_l2_multiple() * double(l2_bytes) / std::max(1.0, set_bytes)) + 1, 2,
+      std::max(2, p.graph_max_calls()));
+  const int64_t cold_calls = (std::max(hot_calls, sets) + sets - 1) / sets * sets;
+  const int64_t replays = 2 * (int64_t(p.rounds()) * p.graph_samples() + 1);
+  return eager + replays * (hot_calls + cold_calls) + kCheckCalls;
+}
+
+void EmitProblemStart(const v1::Shape& shape, const v1::RunnerProtocol& p, double reference_us,
+                      int baselines, int64_t l2_bytes) {
+  const int64_t calls = PlannedCallsPerImplementation(p, reference_us, shape, l2_bytes);
+  v1::RunnerEvent e;
+  v1::ProblemStart* s = e.mutable_problem_start();
+  *s->mutable_shape() = shape;
+  s->set_reference_call_us(reference_us);
+  s->set_candidate_calls(calls);
+  s->set_baseline_calls(calls * baselines);
+  s->set_warmup_seconds((1 + baselines) * p.warmup_ms() / 1e3);
+  Emit(e);
+}
+
+// The request's cached cuBLASLt choices for this problem, by figure.
+LtCached FindAlgos(const v1::RunnerRequest& req, const v1::Shape& s, const std::string& version) {
+  LtCached out;
   for (const v1::LtAlgo& a : req.lt_algos()) {
-    if (a.shape().m() == s.m() && a.shape().n() == s.n() && a.shape().k() == s.k() &&
-        a.layout() == req.layout() && a.cublas_version() == version) {
-      return &a;
+    if (a.shape().m() != s.m() || a.shape().n() != s.n() || a.shape().k() != s.k() ||
+        a.layout() != req.layout() || a.cublas_version() != version) {
+      continue;
     }
+    const std::string& f = a.figure();
+    const v1::LtAlgo** slot = f == "graph-hot" ? &out.hot : f == "graph-cold" ? &out.cold
+                              : (f.empty() || f == "device") ? &out.device : nullptr;
+    if (slot && !*slot) *slot = &a;
   }
-  return nullptr;
+  return out;
 }
 
 int Main() {
@@ -105,6 +160,7 @@ int Main() {
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
+  ctx.l2_bytes = device->info.l2_bytes();
   ctx.seed = req.seed() ? req.seed() : uint64_t(t0.time_since_epoch().count());
   absl::StatusOr<DeviceMemory> flush = DeviceMemory::Allocate(ctx.protocol.flush_bytes());
   if (!flush.ok()) return Fail(4, std::string(flush.status().message()));
@@ -136,10 +192,13 @@ int Main() {
   for (const v1::Shape& shape : req.shapes()) {
     auto p0 = std::chrono::steady_clock::now();
     GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+    ctx.on_problem_start = [&](double reference_us, int baselines) {
+      EmitProblemStart(shape, ctx.protocol, reference_us, baselines, ctx.l2_bytes);
+    };
     ProblemSession session(ctx, **lib, gs);
-    std::optional<v1::LtAlgo> tuned;
+    std::vector<v1::LtAlgo> tuned;
     absl::StatusOr<v1::Measurement> m =
-        session.Run(FindAlgo(req, shape, ctx.cublas_version), &tuned);
+        session.Run(FindAlgos(req, shape, ctx.cublas_version), &tuned);
     if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
     m->set_candidate_id(req.candidate_id());
     m->mutable_problem()->set_gpu(device->info.gpu());
@@ -149,9 +208,9 @@ int Main() {
     m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch()).count());
     m->set_seconds(SecondsSince(p0));
-    if (tuned) {
+    for (const v1::LtAlgo& t : tuned) {
       v1::RunnerEvent e;
-      *e.mutable_lt_algo() = *tuned;
+      *e.mutable_lt_algo() = t;
       Emit(e);
     }
     v1::RunnerEvent e;

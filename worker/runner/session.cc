@@ -17,7 +17,6 @@ namespace anvil::runner {
 namespace {
 
 constexpr size_t kLtWorkspaceBytes = 64ull << 20;  // cuBLASLt baselines' workspace
-constexpr int kLtTuneRounds = 5;  // timed rounds over the cuBLASLt algorithms when tuning
 
 }  // namespace
 
@@ -73,89 +72,26 @@ absl::Status ProblemSession::Allocate() {
   // Every set's guards hold from the start: each check reads all of them, also
   // those of sets not used yet.
   for (const Operands& o : sets_) ANVIL_RETURN_IF_ERROR(Guard(o));
+  ANVIL_RETURN_IF_ERROR(AllocateColdSets());
   ANVIL_CUDA(cudaStreamSynchronize(side_));
   next_seed_ = ctx_.seed ^ (uint64_t(shape_.m) << 42) ^ (uint64_t(shape_.n) << 21) ^ shape_.k;
   return absl::OkStatus();
 }
 
-absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
-                                            std::optional<v1::LtAlgo>* tuned) {
+absl::Status ProblemSession::SetUpBaselines(const LtCached& cached,
+                                            std::vector<v1::LtAlgo>* tuned) {
   impls_.push_back(std::make_unique<CublasGemm>(ctx_.cublas, shape_));
   absl::StatusOr<std::unique_ptr<LtGemm>> heur =
       LtGemm::Create(ctx_.lt, shape_, lt_ws_.get(), kLtWorkspaceBytes, "cublaslt_heuristic");
   if (!heur.ok()) return heur.status();
-  absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> algos =
-      (*heur)->Heuristics(std::max(1, ctx_.protocol.lt_auto_algos()));
-  if (!algos.ok()) return algos.status();
-  (*heur)->set_algo(algos->front());
+  absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> first = (*heur)->Heuristics(1);
+  if (!first.ok()) return first.status();
+  (*heur)->set_algo(first->front());
   absl::StatusOr<std::unique_ptr<LtGemm>> best =
       LtGemm::Create(ctx_.lt, shape_, lt_ws_.get(), kLtWorkspaceBytes, "cublaslt_auto");
   if (!best.ok()) return best.status();
-  bool have_cached = cached && cached->algo().size() == sizeof(cublasLtMatmulAlgo_t);
-  cublasLtMatmulAlgo_t algo{};
-  if (have_cached) {
-    std::memcpy(&algo, cached->algo().data(), sizeof(algo));
-    have_cached = (*best)->CheckAlgo(algo).ok();
-  }
-  if (!have_cached || cached->retune()) {
-    // Each of the heuristic's algorithms by device time (the figure the search
-    // ranks by): one untimed call each first (an algorithm's kernels load
-    // lazily at their first launch), then kLtTuneRounds rounds, each timing
-    // every algorithm once in a rotated order, so the GPU's clock and power
-    // state move them all alike, each call on fresh inputs as a device-time
-    // sample is (what the previous call left in L2 must not decide); the
-    // lowest median wins. The old way (10 back-to-back calls per algorithm
-    // under events, the first launch included) kept an algorithm 20% slower
-    // than the heuristic's first choice on the H100. A retune also times the
-    // stored choice (last, if the heuristic did not return it): on the H100 a
-    // store once kept cuBLASLt's second-best choice for 1000^3 (8.0 against
-    // 6.7 us), picked by a tuning that another process did not repeat.
-    std::vector<cublasLtMatmulAlgo_t> contenders = *algos;
-    if (have_cached && std::none_of(contenders.begin(), contenders.end(), [&](const auto& a) {
-          return std::memcmp(&a, &algo, sizeof(algo)) == 0;
-        })) {
-      contenders.push_back(algo);
-    }
-    std::vector<bool> runs(contenders.size(), true);
-    std::vector<std::vector<double>> us(contenders.size());
-    auto timed = [&](size_t i, bool keep) -> absl::Status {
-      if (!runs[i]) return absl::OkStatus();
-      (*best)->set_algo(contenders[i]);
-      if (keep) ANVIL_RETURN_IF_ERROR(Regenerate());
-      absl::StatusOr<DeviceCall> call = TimedDeviceCall(**best);
-      if (!call.ok()) return call.status();
-      ANVIL_CUDA(call->err);
-      if (call->rc != 0) runs[i] = false;  // an algorithm that fails must not win by doing nothing
-      else if (keep) us[i].push_back(call->us());
-      return absl::OkStatus();
-    };
-    ANVIL_RETURN_IF_ERROR(Regenerate());
-    for (size_t i = 0; i < contenders.size(); ++i) ANVIL_RETURN_IF_ERROR(timed(i, false));
-    for (int round = 0; round < kLtTuneRounds; ++round) {
-      UseOperandSet(static_cast<size_t>(round));  // the algorithms meet every placement alike
-      for (size_t j = 0; j < contenders.size(); ++j) {
-        ANVIL_RETURN_IF_ERROR(timed((j + round) % contenders.size(), true));
-      }
-    }
-    double best_us = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < contenders.size(); ++i) {
-      if (!runs[i]) continue;
-      std::sort(us[i].begin(), us[i].end());
-      const double median = us[i][us[i].size() / 2];
-      if (median < best_us) { best_us = median; algo = contenders[i]; lt_auto_index_ = int(i); }
-    }
-    if (lt_auto_index_ < 0) return absl::InternalError("no cuBLASLt algorithm ran on this problem");
-    v1::LtAlgo out;
-    out.mutable_shape()->set_m(shape_.m);
-    out.mutable_shape()->set_n(shape_.n);
-    out.mutable_shape()->set_k(shape_.k);
-    out.set_layout(shape_.layout);
-    out.set_algo(std::string(reinterpret_cast<const char*>(&algo), sizeof(algo)));
-    out.set_cublas_version(ctx_.cublas_version);
-    out.set_gpu(ctx_.gpu);
-    *tuned = out;
-  }
-  (*best)->set_algo(algo);
+  ANVIL_RETURN_IF_ERROR(TuneLt(**best, cached, tuned));
+  lt_auto_ = best->get();
   impls_.push_back(std::move(*heur));
   impls_.push_back(std::move(*best));
   // One call each now, so lazy vendor allocations are not charged to the candidate.
@@ -165,6 +101,18 @@ absl::Status ProblemSession::SetUpBaselines(const v1::LtAlgo* cached,
   }
   ANVIL_CUDA(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
+}
+
+absl::StatusOr<double> ProblemSession::SlowestBaselineCallUs() {
+  double slowest = 0;
+  for (size_t i = 1; i < impls_.size(); ++i) {
+    const double t0 = NowUs();
+    const int rc = Call(*impls_[i]);
+    ANVIL_CUDA(cudaStreamSynchronize(stream_));
+    if (rc != 0) return absl::InternalError(absl::StrCat(impls_[i]->name(), " failed: ", rc));
+    slowest = std::max(slowest, NowUs() - t0);
+  }
+  return slowest;
 }
 
 absl::Status ProblemSession::Regenerate() {
@@ -203,8 +151,8 @@ absl::Status ProblemSession::PoisonAndGuard() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
-                                                    std::optional<v1::LtAlgo>* tuned) {
+absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
+                                                    std::vector<v1::LtAlgo>* tuned) {
   v1::Measurement m;
   ANVIL_RETURN_IF_ERROR(Allocate());
   ws_bytes_ = lib_.workspace_fn()(shape_.m, shape_.n, shape_.k);
@@ -232,6 +180,11 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const v1::LtAlgo* cached,
   size_t free_b = 0, total = 0;
   ANVIL_CUDA(cudaMemGetInfo(&free_b, &total));
   free_before_ = static_cast<int64_t>(free_b);
+  if (ctx_.on_problem_start) {
+    absl::StatusOr<double> reference = SlowestBaselineCallUs();
+    if (!reference.ok()) return reference.status();
+    ctx_.on_problem_start(*reference, static_cast<int>(impls_.size()) - 1);
+  }
 
   absl::StatusOr<std::optional<Failure>> f = CheckCorrectness(m);
   if (!f.ok()) return f.status();
@@ -302,14 +255,26 @@ void ProblemSession::Fill(v1::Measurement& m) const {
   if (c.flops_per_s() > 0 && c.bytes_per_s() > 0) {
     m.set_sol_us(std::max(flops / c.flops_per_s(), bytes / c.bytes_per_s()) * 1e6);
   }
-  auto fill_timings = [](const Samples& s, v1::Timings* t) {
+  auto fill_timings = [&](size_t i, v1::Timings* t) {
+    const Samples& s = samples_[i];
     if (!s.device.empty()) *t->mutable_device() = Summarize(s.device);
     if (!s.cold.empty()) *t->mutable_cold() = Summarize(s.cold);
     if (!s.warm.empty()) *t->mutable_warm() = Summarize(s.warm);
     if (!s.call.empty()) *t->mutable_call() = Summarize(s.call);
     t->set_first_call_us(s.first);
+    if (!s.graph_hot.empty()) *t->mutable_graph_hot() = Summarize(s.graph_hot);
+    if (!s.graph_cold.empty()) *t->mutable_graph_cold() = Summarize(s.graph_cold);
+    if (i < graphs_.size() && graphs_[i].hot_calls) t->set_graph_calls_hot(graphs_[i].hot_calls);
+    if (i < graphs_.size() && graphs_[i].cold_calls) {
+      t->set_graph_calls_cold(graphs_[i].cold_calls);
+      t->set_graph_cold_sets(cold_.sets);
+    }
   };
-  if (!samples_.empty()) fill_timings(samples_[0], m.mutable_timings());
+  if (!samples_.empty()) fill_timings(0, m.mutable_timings());
+  m.set_graph_note(GraphNote());
+  if (m.verdict() == v1::VERDICT_PASSED && !m.timings().has_graph_cold() && m.graph_note().empty())
+    m.set_graph_note("graph figures not measured (protocol.graph_samples is 0)");
+  for (const auto& [name, value] : extra_profile_) (*m.mutable_profile())[name] = value;
   if (m.timings().device().median_us() > 0 && m.sol_us() > 0) {
     m.set_efficiency(m.sol_us() / m.timings().device().median_us());
   }
@@ -319,9 +284,12 @@ void ProblemSession::Fill(v1::Measurement& m) const {
   for (size_t i = 1; i < impls_.size() && i < samples_.size(); ++i) {
     v1::Baseline* b = m.add_baselines();
     b->set_name(impls_[i]->name());
-    fill_timings(samples_[i], b->mutable_timings());
+    fill_timings(i, b->mutable_timings());
     b->set_kernels(absl::StrJoin(kernels_[i], ";"));
-    b->set_algo_index(impls_[i]->name() == "cublaslt_auto" ? lt_auto_index_ : -1);
+    const bool tuned_here = impls_[i].get() == lt_auto_;
+    b->set_algo_index(tuned_here ? lt_auto_index_ : -1);
+    b->set_algo_index_graph_hot(tuned_here ? lt_regime_index_[0] : -1);
+    b->set_algo_index_graph_cold(tuned_here ? lt_regime_index_[1] : -1);
     if (i < baseline_rel_err_.size()) b->set_rel_err(baseline_rel_err_[i]);
   }
   if (!kernels_per_call_.empty()) {

@@ -1,7 +1,9 @@
 // ProblemSession: evaluates one candidate on one problem, as DESIGN.md's
 // Correctness, Timing and Reward-hacking sections require:
 //   checks.cc  - audited calls, correctness checks, cheat detection
-//   timing.cc  - the four timing figures, interleaved with the baselines
+//   timing.cc  - the eager timing figures, interleaved with the baselines
+//   graph_timing.cc - the graph-replay figures in the hot and cold regimes
+//   lt_tuning.cc - cuBLASLt autotuned, in each figure it is compared by
 //   session.cc - buffers, baselines, the order of the steps, the result
 // Reference results are computed only after the candidate's call has finished
 // and from pristine copies of the inputs, so a candidate never sees one for
@@ -13,6 +15,8 @@
 #define ANVIL_WORKER_RUNNER_SESSION_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,8 +42,14 @@ struct RunnerContext {
   std::string gpu;              // normalised model name, for LtAlgo cache entries
   std::string cublas_version;
   int sm_count = 0;
+  int64_t l2_bytes = 0;         // sizes the graph-cold operand sets
   uint64_t seed = 0;
   DeviceMemory flush;           // protocol.flush_bytes, written to evict L2
+  // Called once per problem, after the baselines are set up and before the
+  // candidate's first call, with the slowest baseline's call time (us; 0
+  // without baselines) and the number of baselines: the worker scales the
+  // problem's time limit with them.
+  std::function<void(double reference_call_us, int baselines)> on_problem_start;
 };
 
 // Threads of this process now (host threads a candidate starts show here).
@@ -54,6 +64,14 @@ struct Failure {
   std::string detail;
 };
 
+// Cached cuBLASLt choices for one problem, by the figure each was tuned by
+// (null: none cached).
+struct LtCached {
+  const v1::LtAlgo* device = nullptr;
+  const v1::LtAlgo* hot = nullptr;
+  const v1::LtAlgo* cold = nullptr;
+};
+
 class ProblemSession {
  public:
   // REQUIRES: ctx outlives the session.
@@ -62,9 +80,9 @@ class ProblemSession {
   ~ProblemSession();
 
   // The measurement of this problem; a candidate's failure is data in it. A
-  // non-OK status means the runner itself failed. `cached` is a tuned cuBLASLt
-  // choice for this problem or null; a new choice lands in *tuned.
-  absl::StatusOr<v1::Measurement> Run(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
+  // non-OK status means the runner itself failed. `cached` are tuned cuBLASLt
+  // choices for this problem; new choices land in *tuned (one per figure).
+  absl::StatusOr<v1::Measurement> Run(const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
   // True once the candidate left a sticky CUDA error: the process must end.
   bool context_lost() const { return context_lost_; }
 
@@ -75,8 +93,10 @@ class ProblemSession {
 
   // session.cc
   absl::Status Allocate();
-  absl::Status SetUpBaselines(const v1::LtAlgo* cached, std::optional<v1::LtAlgo>* tuned);
+  absl::Status SetUpBaselines(const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
   absl::Status Regenerate();
+  // Host time of one call plus a device sync of the slowest baseline (us).
+  absl::StatusOr<double> SlowestBaselineCallUs();
   // Operand set k (modulo the number of sets) becomes the current one.
   void UseOperandSet(size_t k) { set_ = k % sets_.size(); }
   // The current operand set.
@@ -96,6 +116,9 @@ class ProblemSession {
   absl::StatusOr<AuditedOutcome> AuditedCall();
   absl::StatusOr<std::optional<Failure>> JudgeCall(const AuditedOutcome& o);
   absl::StatusOr<std::optional<Failure>> JudgeOutput(Inputs kind, double* rel_err,
+                                                     double* excess_err);
+  // The values of C against the reference of the pristine inputs (a0_, b0_).
+  absl::StatusOr<std::optional<Failure>> JudgeValues(const __half* c, Inputs kind, double* rel_err,
                                                      double* excess_err);
   absl::StatusOr<CompareStats> CompareWithReference(const __half* c);
   absl::StatusOr<std::optional<Failure>> CheckTimedOutput(const char* when);
@@ -118,6 +141,54 @@ class ProblemSession {
   absl::StatusOr<std::optional<Failure>> TimeRound(GemmImpl& impl, size_t index, bool check);
   absl::StatusOr<std::optional<Failure>> Warmup(GemmImpl& impl);
   absl::StatusOr<std::optional<Failure>> DeviceSamples(GemmImpl& impl, size_t index, bool check);
+  // graph_timing.cc
+  struct Graph {  // an instantiated graph of `calls` back-to-back calls
+    Graph() = default;
+    Graph(Graph&& o) noexcept;
+    Graph& operator=(Graph&& o) noexcept;
+    ~Graph();
+    cudaGraphExec_t exec = nullptr;
+    int calls = 0;
+    size_t set = 0;  // hot: the operand set its calls read and write
+  };
+  struct ImplGraphs {  // one implementation's graphs, captured at its first graph round
+    bool tried = false;
+    std::optional<Graph> hot, cold;
+    int hot_calls = 0, cold_calls = 0;  // kept after the graphs are released
+    bool hot_audited = false, cold_audited = false;
+    std::string why_not;                // a capture that failed, for graph_note
+  };
+  struct ColdSets {  // the graph-cold operands: slices of one pool per operand
+    DeviceMemory a, b, c;
+    size_t a_stride = 0, b_stride = 0, c_stride = 0;  // bytes between sets
+    int sets = 0;
+  };
+  absl::Status AllocateColdSets();
+  const __half* ColdA(int s) const;
+  const __half* ColdB(int s) const;
+  __half* ColdC(int s) const;
+  int GraphCalls(double call_us, bool cold) const;
+  // An empty Graph (exec null) with *why set when the call cannot be captured.
+  absl::StatusOr<Graph> CaptureGraph(GemmImpl& impl, bool cold, int calls, std::string* why);
+  absl::Status CaptureGraphs(size_t index);
+  absl::Status RegenerateCold(int check);
+  absl::Status PrepareReplay(const Graph& g, bool cold, int check);
+  absl::StatusOr<std::optional<Failure>> Launch(GemmImpl& impl, const Graph& g, double* us);
+  absl::StatusOr<std::optional<Failure>> Replay(GemmImpl& impl, const Graph& g, bool cold,
+                                                int check, double* us);
+  absl::StatusOr<std::optional<Failure>> AuditReplay(const Graph& g, bool cold);
+  absl::StatusOr<std::optional<Failure>> GraphSamples(size_t index, bool check);
+  absl::StatusOr<std::optional<Failure>> CheckColdOutput(int s);
+  void ReleaseGraphs();
+  std::string GraphNote() const;
+  // lt_tuning.cc
+  absl::Status TuneLt(LtGemm& lt, const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
+  absl::StatusOr<int> TuneLtDevice(LtGemm& lt, const std::vector<cublasLtMatmulAlgo_t>& algos,
+                                   std::vector<double>* medians);
+  absl::StatusOr<int> TuneLtGraph(LtGemm& lt, const std::vector<cublasLtMatmulAlgo_t>& algos,
+                                  const std::vector<double>& device_us, bool cold);
+  static std::optional<cublasLtMatmulAlgo_t> UsableCached(LtGemm& lt, const v1::LtAlgo* cached);
+  v1::LtAlgo TunedChoice(const cublasLtMatmulAlgo_t& algo, const std::string& figure) const;
   absl::StatusOr<std::optional<Failure>> HostSamples(GemmImpl& impl, size_t index);
   std::optional<Failure> RunFailed(GemmImpl& impl, int rc, cudaError_t err);
 
@@ -136,7 +207,10 @@ class ProblemSession {
   cudaStream_t side_ = nullptr;              // the runner's own, non-blocking
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::vector<std::unique_ptr<GemmImpl>> impls_;  // [0] candidate, then baselines
-  struct Samples { std::vector<double> device, cold, warm, call; double first = 0; };
+  struct Samples {
+    std::vector<double> device, cold, warm, call, graph_hot, graph_cold;
+    double first = 0;
+  };
   std::vector<Samples> samples_;             // per impl
   std::vector<std::vector<std::string>> kernels_;  // per impl, names seen
   std::vector<int> kernels_per_call_;        // candidate's activity counts
@@ -145,6 +219,13 @@ class ProblemSession {
   ApiAudit audit_total_;                     // candidate's API use over audited calls
   int audited_calls_ = 0;
   int lt_auto_index_ = -1;
+  LtGemm* lt_auto_ = nullptr;                // the autotuned baseline (in impls_)
+  cublasLtMatmulAlgo_t lt_device_algo_{};   // its choice by device time...
+  std::optional<cublasLtMatmulAlgo_t> lt_regime_algo_[2];  // ...and per graph regime (hot, cold)
+  int lt_regime_index_[2] = {-1, -1};
+  ColdSets cold_;
+  std::vector<ImplGraphs> graphs_;           // per impl
+  std::map<std::string, double> extra_profile_;  // written into the measurement's profile
   uint32_t stream_id_ = 0, side_id_ = 0;
   uint64_t next_seed_ = 0;
   int64_t free_before_ = 0;

@@ -1,6 +1,6 @@
 // Timing of ProblemSession (see session.h): the candidate and the baselines
-// are measured in interleaved rounds, each round taking every figure for
-// every implementation in a rotated order, so the GPU's power state moves
+// are measured in interleaved rounds, each round taking every figure (the
+// graph replays' in graph_timing.cc) for every implementation in a rotated order, so the GPU's power state moves
 // them all alike; implementation i's round r runs on operand set i + r, so
 // over the rounds each meets every placement of its operands alike.
 #include <algorithm>
@@ -133,13 +133,19 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeRound(GemmImpl& impl,
   absl::StatusOr<std::optional<Failure>> f = DeviceSamples(impl, index, check);
   if (!f.ok() || *f) return f;
   f = HostSamples(impl, index);
-  if (!f.ok() || *f || !check) return f;
-  // C still holds this implementation's last call-time output: check it
-  // before another implementation overwrites it.
-  return CheckTimedOutput("last call-time sample");
+  if (!f.ok() || *f) return f;
+  if (check) {
+    // C still holds this implementation's last call-time output: check it
+    // before the replays (or another implementation) overwrite it.
+    f = CheckTimedOutput("last call-time sample");
+    if (!f.ok() || *f) return f;
+  }
+  return GraphSamples(index, check);  // the replays check their own outputs
 }
 
 absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& m) {
+  graphs_.clear();
+  graphs_.resize(impls_.size());
   for (auto& impl : impls_) {
     absl::StatusOr<std::optional<Failure>> f = Warmup(*impl);
     if (!f.ok() || *f) return f;
@@ -158,6 +164,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& 
       if (!f.ok() || *f) return f;
     }
   }
+  ReleaseGraphs();  // their memory must not count against the candidate's
   if (CountThreads() > threads) {
     return Failure{v1::VERDICT_CHEAT, "host_thread", "threads were started during timing"};
   }

@@ -1,0 +1,284 @@
+// anvil-crosscheck: times a built candidate and the cuBLAS family again, in
+// the two graph regimes, by a method that shares no code with the runner, so
+// a disagreement points at one of the two timers:
+//   - every implementation of a shape is captured with the same number of
+//     calls N (a replay of the slowest eager call lasting >= 2 ms), not N per
+//     implementation;
+//   - hot: all N calls on one operand set; cold: call j on set j mod S, each
+//     set its own cudaMalloc (not slices of a pool), S sets over 3x the L2;
+//   - time per call = events around R = 10 replays back to back (no L2 flush,
+//     no input regeneration in between: the steady state of a streaming
+//     loop) / (R N), median of 7, implementations interleaved by round;
+//   - cuBLASLt autotuned here: the fastest of the heuristic's top 32
+//     algorithms in that regime (each timed once, the best three again).
+// One plan row (plan.h) per process: `anvil-crosscheck --plan PLAN.csv --row I`. Prints
+// CSV: m,n,k,layout,regime,candidate_us,cublas_us,lt_heuristic_us,lt_auto_us,
+// ratio,runner_ratio,agree_3pct. The candidate's output is compared with
+// cuBLAS's on random inputs first (a wrong kernel is reported, not timed).
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "bench/crosscheck/plan.h"
+
+namespace {
+
+#define CC_CHECK(x)                                                          \
+  do {                                                                       \
+    auto e_ = (x);                                                           \
+    if (static_cast<int>(e_) != 0) {                                         \
+      std::fprintf(stderr, "%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, \
+                   static_cast<int>(e_));                                    \
+      std::exit(1);                                                          \
+    }                                                                        \
+  } while (0)
+
+using GemmFn = int (*)(const __half*, const __half*, __half*, int, int, int, void*, cudaStream_t);
+using WsFn = size_t (*)(int, int, int);
+using Call = std::function<void(const __half*, const __half*, __half*, cudaStream_t)>;
+
+constexpr int kReplaysPerSample = 10;
+constexpr int kSamples = 7;
+
+// Uniform values in [-1, 1) from a hash of the index (never zeros: they run
+// faster than real data), written from the host.
+void Fill(__half* p, size_t n, unsigned seed) {
+  std::vector<__half> host(n);
+  for (size_t i = 0; i < n; ++i) {
+    unsigned x = unsigned(i) * 2654435761u ^ seed;
+    x ^= x >> 13, x *= 0x5bd1e995u, x ^= x >> 15;
+    host[i] = __float2half(float(x & 0xffff) / 32768.0f - 1.0f);
+  }
+  CC_CHECK(cudaMemcpy(p, host.data(), n * 2, cudaMemcpyHostToDevice));
+}
+
+struct Operands {
+  __half *a, *b, *c;
+};
+
+Operands Allocate(const anvil::crosscheck::Row& r, unsigned seed) {
+  Operands o;
+  const size_t na = size_t(r.m) * r.k, nb = size_t(r.n) * r.k, nc = size_t(r.m) * r.n;
+  CC_CHECK(cudaMalloc(&o.a, na * 2));
+  CC_CHECK(cudaMalloc(&o.b, nb * 2));
+  CC_CHECK(cudaMalloc(&o.c, nc * 2));
+  Fill(o.a, na, seed);
+  Fill(o.b, nb, seed * 7 + 1);
+  return o;
+}
+
+// cuBLASLt for row-major C = A B^T (nt) or A B (nn): column-major C^T = B' A^T.
+struct Lt {
+  cublasLtHandle_t h;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  void* ws;
+  size_t ws_bytes = size_t(64) << 20;
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+
+  explicit Lt(const anvil::crosscheck::Row& r) {
+    CC_CHECK(cublasLtCreate(&h));
+    CC_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t op_b = r.nt ? CUBLAS_OP_T : CUBLAS_OP_N, op_n = CUBLAS_OP_N;
+    CC_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    CC_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof(op_n)));
+    CC_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, r.nt ? r.k : r.n, r.nt ? r.n : r.k,
+                                        r.nt ? r.k : r.n));
+    CC_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, r.k, r.m, r.k));
+    CC_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, r.n, r.m, r.n));
+    CC_CHECK(cudaMalloc(&ws, ws_bytes));
+    cublasLtMatmulPreference_t pref;
+    CC_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CC_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws_bytes, sizeof(ws_bytes)));
+    algos.resize(32);
+    int found = 0;
+    CC_CHECK(cublasLtMatmulAlgoGetHeuristic(h, desc, lb, la, lc, lc, pref, 32, algos.data(), &found));
+    algos.resize(found);
+  }
+  Call With(int i) {
+    const cublasLtMatmulAlgo_t* algo = &algos[i].algo;
+    return [this, algo](const __half* a, const __half* b, __half* c, cudaStream_t s) {
+      const float one = 1, zero = 0;
+      CC_CHECK(cublasLtMatmul(h, desc, &one, b, lb, a, la, &zero, c, lc, c, lc, algo, ws, ws_bytes, s));
+    };
+  }
+};
+
+struct Timer {
+  const anvil::crosscheck::Row& row;
+  cudaStream_t stream;
+  std::vector<Operands> sets;  // [0] is the hot set
+  int calls = 4;
+
+  // Per-call time of one sample: R replays of the graph between two events.
+  double Sample(cudaGraphExec_t exec) {
+    cudaEvent_t e0, e1;
+    CC_CHECK(cudaEventCreate(&e0));
+    CC_CHECK(cudaEventCreate(&e1));
+    CC_CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < kReplaysPerSample; ++i) CC_CHECK(cudaGraphLaunch(exec, stream));
+    CC_CHECK(cudaEventRecord(e1, stream));
+    CC_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CC_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    return ms * 1e3 / (double(kReplaysPerSample) * calls);
+  }
+  cudaGraphExec_t Capture(const Call& call, bool cold) {
+    cudaGraph_t g;
+    CC_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int j = 0; j < calls; ++j) {
+      const Operands& o = cold ? sets[1 + j % (sets.size() - 1)] : sets[0];
+      call(o.a, o.b, o.c, stream);
+    }
+    CC_CHECK(cudaStreamEndCapture(stream, &g));
+    cudaGraphExec_t exec;
+    CC_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CC_CHECK(cudaGraphDestroy(g));
+    CC_CHECK(cudaGraphLaunch(exec, stream));  // upload and warm up
+    CC_CHECK(cudaStreamSynchronize(stream));
+    return exec;
+  }
+  double EagerUs(const Call& call) {
+    cudaEvent_t e0, e1;
+    CC_CHECK(cudaEventCreate(&e0));
+    CC_CHECK(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; ++i) call(sets[0].a, sets[0].b, sets[0].c, stream);
+    CC_CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < 10; ++i) call(sets[0].a, sets[0].b, sets[0].c, stream);
+    CC_CHECK(cudaEventRecord(e1, stream));
+    CC_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CC_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 100;
+  }
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Largest |x - y| / max|y| between the candidate's and cuBLAS's outputs.
+double CompareOutputs(const anvil::crosscheck::Row& r, const Call& cand, const Call& ref, Timer& t) {
+  const size_t nc = size_t(r.m) * r.n;
+  __half* c2;
+  CC_CHECK(cudaMalloc(&c2, nc * 2));
+  cand(t.sets[0].a, t.sets[0].b, t.sets[0].c, t.stream);
+  ref(t.sets[0].a, t.sets[0].b, c2, t.stream);
+  CC_CHECK(cudaStreamSynchronize(t.stream));
+  std::vector<__half> x(nc), y(nc);
+  CC_CHECK(cudaMemcpy(x.data(), t.sets[0].c, nc * 2, cudaMemcpyDeviceToHost));
+  CC_CHECK(cudaMemcpy(y.data(), c2, nc * 2, cudaMemcpyDeviceToHost));
+  cudaFree(c2);
+  double worst = 0, scale = 1e-6;
+  for (size_t i = 0; i < nc; ++i) scale = std::max(scale, std::fabs(double(__half2float(y[i]))));
+  for (size_t i = 0; i < nc; ++i) {
+    const double d = std::fabs(double(__half2float(x[i])) - double(__half2float(y[i])));
+    worst = std::isfinite(d) ? std::max(worst, d / scale) : 1e30;
+  }
+  return worst;
+}
+
+int Run(const anvil::crosscheck::Row& r) {
+  void* lib = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return std::fprintf(stderr, "cannot load %s: %s\n", r.library.c_str(), dlerror()), 2;
+  auto gemm = reinterpret_cast<GemmFn>(dlsym(lib, "anvil_gemm"));
+  auto wsfn = reinterpret_cast<WsFn>(dlsym(lib, "anvil_workspace_bytes"));
+  if (!gemm || !wsfn) return std::fprintf(stderr, "%s lacks the candidate ABI\n", r.library.c_str()), 2;
+  cudaDeviceProp prop;
+  CC_CHECK(cudaGetDeviceProperties(&prop, 0));
+  Timer t{r, nullptr, {}, 4};
+  CC_CHECK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
+  const double set_bytes = 2.0 * (double(r.m) * r.k + double(r.n) * r.k + double(r.m) * r.n);
+  const int cold_sets = std::max(2, int(std::ceil(3.0 * prop.l2CacheSize / set_bytes)) + 1);
+  for (int s = 0; s <= cold_sets; ++s) t.sets.push_back(Allocate(r, 1234u + s));
+  void* ws = nullptr;
+  const size_t ws_bytes = wsfn(r.m, r.n, r.k);
+  if (ws_bytes) CC_CHECK(cudaMalloc(&ws, ws_bytes));
+  CC_CHECK(cudaDeviceSynchronize());
+  cublasHandle_t blas;
+  CC_CHECK(cublasCreate(&blas));
+  Lt lt(r);
+  Call cand = [&](const __half* a, const __half* b, __half* c, cudaStream_t s) {
+    if (gemm(a, b, c, r.m, r.n, r.k, ws, s) != 0) std::fprintf(stderr, "candidate returned an error\n"), std::exit(3);
+  };
+  Call cublas = [&](const __half* a, const __half* b, __half* c, cudaStream_t s) {
+    const float one = 1, zero = 0;
+    CC_CHECK(cublasSetStream(blas, s));
+    CC_CHECK(cublasGemmEx(blas, r.nt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, r.n, r.m, r.k, &one,
+                          b, CUDA_R_16F, r.nt ? r.k : r.n, a, CUDA_R_16F, r.k, &zero, c, CUDA_R_16F,
+                          r.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  };
+  const double err = CompareOutputs(r, cand, cublas, t);
+  if (err > 2e-2) return std::fprintf(stderr, "candidate output differs from cuBLAS by %g\n", err), 3;
+  double slowest = std::max(t.EagerUs(cand), t.EagerUs(cublas));
+  t.calls = std::clamp(int(std::ceil(2000.0 / slowest)), 4, 4096);
+  t.calls = (t.calls + cold_sets - 1) / cold_sets * cold_sets;
+  for (bool cold : {false, true}) {
+    // cuBLASLt autotuned in this regime: each algorithm once, the best three again.
+    std::vector<std::pair<double, int>> tried;
+    for (int i = 0; i < int(lt.algos.size()); ++i) {
+      cudaGraphExec_t g = t.Capture(lt.With(i), cold);
+      tried.push_back({t.Sample(g), i});
+      cudaGraphExecDestroy(g);
+    }
+    std::sort(tried.begin(), tried.end());
+    tried.resize(std::min<size_t>(3, tried.size()));
+    std::vector<Call> impls = {cand, cublas, lt.With(0)};
+    for (const auto& [us, i] : tried) impls.push_back(lt.With(i));
+    std::vector<cudaGraphExec_t> graphs;
+    for (const Call& c : impls) graphs.push_back(t.Capture(c, cold));
+    std::vector<std::vector<double>> us(impls.size());
+    for (int s = 0; s < kSamples; ++s) {
+      for (size_t j = 0; j < graphs.size(); ++j) {
+        const size_t i = (j + s) % graphs.size();
+        us[i].push_back(t.Sample(graphs[i]));
+      }
+    }
+    for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
+    double lt_auto = 1e30;
+    for (size_t i = 3; i < us.size(); ++i) lt_auto = std::min(lt_auto, Median(us[i]));
+    const double ours = Median(us[0]), cb = Median(us[1]), lh = Median(us[2]);
+    const double ratio = std::min({cb, lh, lt_auto}) / ours;
+    const double runner = cold ? r.runner_cold : r.runner_hot;
+    std::printf("%d,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n", r.m, r.n, r.k,
+                r.nt ? "nt" : "nn", cold ? "graph-cold" : "graph-hot", ours, cb, lh, lt_auto, ratio,
+                runner, anvil::crosscheck::Agrees(ratio, runner, 0.03) ? "yes" : "no");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Times a built candidate and the cuBLAS family in the graph regimes, "
+               "independently of the runner; one plan row per process.");
+  std::string plan;
+  int row = 0;
+  app.add_option("--plan", plan, "CSV: m,n,k,layout,library,runner_graph_cold,runner_graph_hot")
+      ->required();
+  app.add_option("--row", row, "which data row of the plan (0-based)")->required();
+  CLI11_PARSE(app, argc, argv);
+  std::ifstream in(plan);
+  if (!in) return std::fprintf(stderr, "cannot read %s\n", plan.c_str()), 2;
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<std::vector<anvil::crosscheck::Row>> rows = anvil::crosscheck::ParsePlan(text.str());
+  if (!rows.ok()) return std::fprintf(stderr, "%s\n", std::string(rows.status().message()).c_str()), 2;
+  if (row < 0 || row >= int(rows->size())) return std::fprintf(stderr, "no row %d\n", row), 2;
+  return Run((*rows)[row]);
+}

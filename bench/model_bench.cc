@@ -1,0 +1,236 @@
+// anvil-model-bench: how well the search's cost model ranks what was then
+// measured. Reads a store, and for every problem of one GPU with verified
+// winners takes the seed configurations measured there (PASSED; one entry per
+// configuration across seed-source versions, its fastest device time), then
+// prints per problem:
+//   rho_model   Spearman rank correlation of Predict() (first principles)
+//               with the measured times;
+//   rho_refined the same for CostModel::Refined() fed every other problem's
+//               observations (leave-one-problem-out: what the search knows
+//               about a problem it has not measured yet: the screen);
+//   rho_loo     Refined() fed everything but the configuration itself (what
+//               it knows when it ranks a leader's neighbours: evolve);
+//   best@model  where the measured-fastest configuration sits in the
+//   best@refined  first two models' order (1 = first);
+//   gap6@model  how much slower the fastest of each model's first 6 is than
+//   gap6@refined  the measured-fastest (0.05 = 5%; the screen takes 6);
+// and the medians over problems.
+// --show MxNxK lists that problem's configurations in the first-principles
+// order with their measured times.
+//   anvil-model-bench --db search.db [--gpu H200] [--seeds DIR] [--k 4] [--show MxNxK]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "proto/problem.h"
+#include "seeds/space.h"
+#include "server/proposers/embedded/cost_model.h"
+#include "store/store.h"
+#include "worker/toolchain.h"
+
+namespace anvil {
+namespace {
+
+struct Point {
+  const SeedFamily* family = nullptr;
+  KnobParams params;
+  double measured_us = 0;
+};
+
+struct ProblemPoints {
+  v1::Problem problem;
+  std::vector<Point> points;
+};
+
+// Ranks (1-based; ties share their mean rank).
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = (i + j) / 2.0 + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double n = static_cast<double>(a.size());
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += ra[i] / n, mb += rb[i] / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+}
+
+// 1-based position of the measured-fastest point in the order of `predicted`.
+int RankOfBest(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  const size_t best = std::min_element(measured.begin(), measured.end()) - measured.begin();
+  int rank = 1;
+  for (double p : predicted) rank += p < predicted[best];
+  return rank;
+}
+
+// Measured time of the fastest of the first `n` in the order of `predicted`,
+// over the fastest measured, minus 1.
+double Gap(const std::vector<double>& predicted, const std::vector<double>& measured, size_t n) {
+  std::vector<size_t> order(predicted.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  double best_of_first = measured[order[0]];
+  for (size_t i = 1; i < std::min(n, order.size()); ++i) best_of_first = std::min(best_of_first, measured[order[i]]);
+  return best_of_first / *std::min_element(measured.begin(), measured.end()) - 1;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+absl::StatusOr<std::vector<ProblemPoints>> Load(Store& store, const std::string& gpu,
+                                                const std::vector<SeedFamily>& seeds) {
+  absl::StatusOr<std::vector<v1::Kernel>> best = store.ListBestKernels(gpu, v1::LAYOUT_UNSPECIFIED, "device", 1000);
+  if (!best.ok()) return best.status();
+  std::map<std::string, std::optional<v1::Candidate>> candidates;
+  std::vector<ProblemPoints> out;
+  for (const v1::Kernel& k : *best) {
+    ProblemPoints pp;
+    pp.problem = k.measurement().problem();
+    absl::StatusOr<std::vector<StoredMeasurement>> h = store.SearchHistory(pp.problem);
+    if (!h.ok()) return h.status();
+    std::map<std::string, size_t> index;  // family/knobs -> point
+    for (const StoredMeasurement& m : *h) {
+      if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
+      auto [it, fresh] = candidates.try_emplace(m.measurement.candidate_id());
+      if (fresh) {
+        absl::StatusOr<v1::Candidate> c = store.GetCandidate(m.measurement.candidate_id());
+        if (c.ok()) it->second = *c;
+      }
+      if (!it->second) continue;
+      const v1::Candidate& c = *it->second;
+      const SeedFamily* f = nullptr;
+      for (const SeedFamily& s : seeds) f = s.name == c.family() ? &s : f;
+      if (f == nullptr || f->model.empty()) continue;
+      KnobParams params(c.params().begin(), c.params().end());
+      if (!CheckConfig(*f, c.layout(), params).ok()) continue;  // knobs changed since
+      const double us = m.measurement.timings().device().median_us();
+      auto [at, added] = index.try_emplace(ConfigKey(*f, c.layout(), params), pp.points.size());
+      if (added) pp.points.push_back({f, WithDefaults(*f, params), us});
+      else pp.points[at->second].measured_us = std::min(pp.points[at->second].measured_us, us);
+    }
+    if (pp.points.size() >= 3) out.push_back(std::move(pp));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace anvil
+
+int main(int argc, char** argv) {
+  using namespace anvil;
+  CLI::App app{"anvil-model-bench: the cost model's ranking against a store's measurements"};
+  std::string db, gpu, seeds_dir;
+  int k = 4;
+  std::string show;
+  app.add_option("--db", db, "the store")->required();
+  app.add_option("--gpu", gpu, "only this device model (default: all)");
+  app.add_option("--seeds", seeds_dir, "seed families (default: the installed ones)");
+  app.add_option("--k", k, "nearest observations Refined() uses")->check(CLI::Range(1, 64));
+  app.add_option("--show", show, "list one problem's configurations, model order (MxNxK)");
+  CLI11_PARSE(app, argc, argv);
+
+  StoreOptions so;
+  so.read_only = true;
+  so.create_if_missing = false;
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(db, so);
+  if (!store.ok()) {
+    std::cerr << "anvil-model-bench: " << store.status() << "\n";
+    return 4;
+  }
+  absl::StatusOr<std::vector<SeedFamily>> seeds =
+      LoadSeeds(seeds_dir.empty() ? DefaultSeedsDir(Toolchain::ExecutableDir()) : seeds_dir);
+  if (!seeds.ok()) {
+    std::cerr << "anvil-model-bench: " << seeds.status() << "\n";
+    return 1;
+  }
+  absl::StatusOr<std::vector<ProblemPoints>> problems = Load(**store, gpu, *seeds);
+  if (!problems.ok()) {
+    std::cerr << "anvil-model-bench: " << problems.status() << "\n";
+    return 4;
+  }
+  const DeviceModel device;
+  std::printf("%-10s %-22s %-3s %7s %9s %11s %7s %10s %12s %10s %12s\n", "gpu", "shape", "lay",
+              "configs", "rho_model", "rho_refined", "rho_loo", "best@model", "best@refined",
+              "gap6@model", "gap6@refined");
+  std::vector<double> rho_m, rho_r, rho_l, at_m, at_r, gap_m, gap_r;
+  for (const ProblemPoints& pp : *problems) {
+    // Observations of every other problem, then this problem's but one.
+    auto observe = [&](CostModel& model, const ProblemPoints& from, const Point* skip) {
+      for (const Point& q : from.points) {
+        if (&q == skip) continue;
+        absl::StatusOr<Estimate> e = Predict(*q.family, from.problem.layout(), q.params,
+                                             from.problem.shape(), device);
+        if (e.ok()) model.Observe({q.family->name, q.params, from.problem.shape(), e->us, q.measured_us});
+      }
+    };
+    CostModel others(device);
+    for (const ProblemPoints& other : *problems) {
+      if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) observe(others, other, nullptr);
+    }
+    std::vector<double> measured, model, model_refined, model_loo;
+    std::vector<std::pair<double, std::string>> listing;
+    for (const Point& q : pp.points) {
+      CostModel loo = others;
+      observe(loo, pp, &q);
+      absl::StatusOr<Estimate> e = Predict(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), device);
+      absl::StatusOr<Estimate> r = others.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
+      absl::StatusOr<Estimate> l = loo.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
+      if (!e.ok() || !r.ok() || !l.ok()) continue;
+      measured.push_back(q.measured_us);
+      model.push_back(e->us);
+      if (ShapeName(pp.problem.shape()) == show) {
+        std::string knobs;
+        for (const auto& [name, value] : q.params) absl::StrAppend(&knobs, " ", name, "=", value);
+        listing.emplace_back(e->us, absl::StrCat(absl::StrFormat("model %9.2f us  measured %9.2f us  %s  ",
+                                                                 e->us, q.measured_us, e->bound),
+                                                 q.family->name, knobs));
+      }
+      model_refined.push_back(r->us);
+      model_loo.push_back(l->us);
+    }
+    std::sort(listing.begin(), listing.end());
+    for (const auto& [us, line] : listing) std::printf("  %s\n", line.c_str());
+    if (measured.size() < 3) continue;
+    rho_m.push_back(Spearman(model, measured));
+    rho_r.push_back(Spearman(model_refined, measured));
+    rho_l.push_back(Spearman(model_loo, measured));
+    at_m.push_back(RankOfBest(model, measured));
+    at_r.push_back(RankOfBest(model_refined, measured));
+    gap_m.push_back(Gap(model, measured, 6));
+    gap_r.push_back(Gap(model_refined, measured, 6));
+    std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %10.0f %12.0f %10.3f %12.3f\n",
+                pp.problem.gpu().c_str(), ShapeName(pp.problem.shape()).c_str(),
+                std::string(LayoutName(pp.problem.layout())).c_str(), measured.size(), rho_m.back(),
+                rho_r.back(), rho_l.back(), at_m.back(), at_r.back(), gap_m.back(), gap_r.back());
+  }
+  std::printf("median over %zu problems: rho_model %.2f, rho_refined %.2f, rho_loo %.2f, "
+              "best@model %.0f, best@refined %.0f, gap6@model %.3f, gap6@refined %.3f\n",
+              rho_m.size(), Median(rho_m), Median(rho_r), Median(rho_l), Median(at_m), Median(at_r),
+              Median(gap_m), Median(gap_r));
+  return 0;
+}

@@ -1,0 +1,53 @@
+// The timing figures by name: which field of v1::Timings each name reads and
+// how a speedup over the best baseline is formed from them. One place for
+// every component (store, reward, search, CLI, export, report). Pure
+// functions; thread-safe.
+//
+// Names (Timings in types.proto says what each measures):
+//   "graph-cold"  CUDA-graph replay, operand sets rotated past twice the L2
+//                 (the default ranking figure: what an inference step pays)
+//   "graph-hot"   CUDA-graph replay on one operand set (what fits stays in L2)
+//   "device"      one isolated call on fresh operands, CUPTI activity sum
+//   "cold"        one call after an L2 flush (events)
+//   "warm"        eager back-to-back calls (events)
+//   "call"        host time around one call plus a device sync
+#ifndef ANVIL_PROTO_FIGURES_H_
+#define ANVIL_PROTO_FIGURES_H_
+
+#include <array>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "anvil/v1/types.pb.h"
+
+namespace anvil {
+
+inline constexpr absl::string_view kDefaultFigure = "graph-cold";
+inline constexpr std::array<absl::string_view, 6> kFigures = {"graph-cold", "graph-hot", "device",
+                                                              "cold",       "warm",      "call"};
+
+// True for the six names above.
+bool IsFigure(absl::string_view figure);
+// "graph-cold, graph-hot, device, cold, warm, call", for error messages.
+std::string FigureList();
+// The stats of `figure` in t; nullptr when the name is unknown or the figure
+// was not measured.
+const v1::TimingStats* FigureStats(const v1::Timings& t, absl::string_view figure);
+// The median of `figure` in t (0 when absent).
+double FigureUs(const v1::Timings& t, absl::string_view figure);
+// The fastest baseline's median of `figure` in m (us), 0 when none has it.
+double BestBaselineUs(const v1::Measurement& m, absl::string_view figure);
+// BestBaselineUs / the candidate's median of `figure`; 0 when either is absent.
+double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figure);
+
+// Measurement.graph_note of rows stored before graph-replay timing existed
+// (the store's schema step 3 writes it into every older row).
+inline constexpr absl::string_view kPredatesGraphTiming =
+    "measured before graph-replay timing: no graph figures";
+// A passed measurement taken before `figure` existed: it informs, but its
+// (candidate, problem) pair is to be measured again by that figure.
+bool PredatesFigure(const v1::Measurement& m, absl::string_view figure);
+
+}  // namespace anvil
+
+#endif  // ANVIL_PROTO_FIGURES_H_

@@ -1,0 +1,317 @@
+#include "server/fleet/fleet.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "proto/candidate.h"
+
+namespace anvil {
+namespace {
+
+std::string RandomHex(int bytes) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
+  std::string out;
+  for (int i = 0; i < bytes; ++i) absl::StrAppend(&out, absl::Hex(rng() & 0xff, absl::kZeroPad2));
+  return out;
+}
+
+bool IsHexDigest(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+bool Alive(const WorkerRecord& w, int64_t now_ms, int64_t lease_ms) {
+  return w.quarantine_reason.empty() && now_ms - w.last_heartbeat_unix_ms <= lease_ms;
+}
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(Store* store, FleetOptions options) {
+  if (options.artifact_dir.empty()) return absl::InvalidArgumentError("fleet: no artifact directory");
+  if (options.lease_seconds <= 0 || options.heartbeat_seconds <= 0 ||
+      options.heartbeat_seconds >= options.lease_seconds) {
+    return absl::InvalidArgumentError(
+        "fleet: need 0 < heartbeat seconds < lease seconds (a worker must renew before expiry)");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.artifact_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("fleet: cannot create ", options.artifact_dir, ": ", ec.message()));
+  }
+  return std::unique_ptr<Fleet>(new Fleet(store, std::move(options)));
+}
+
+void Fleet::Notify(Event event) {
+  absl::MutexLock lock(&mu_);
+  if (event == Event::kQueued) {
+    ++queued_;
+    queued_cv_.Signal();
+  } else {
+    ++results_;
+    result_cv_.SignalAll();
+  }
+}
+
+uint64_t Fleet::Count(Event event) {
+  absl::MutexLock lock(&mu_);
+  return event == Event::kQueued ? queued_ : results_;
+}
+
+void Fleet::WaitFor(Event event, uint64_t seen, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  uint64_t& count = event == Event::kQueued ? queued_ : results_;
+  absl::CondVar& cv = event == Event::kQueued ? queued_cv_ : result_cv_;
+  while (count == seen && absl::Now() < deadline) cv.WaitWithDeadline(&mu_, deadline);
+}
+
+absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWorkerRequest& r) {
+  if (r.hostname().empty()) return absl::InvalidArgumentError("RegisterWorker: hostname is empty");
+  WorkerRecord w;
+  // The same node (host and GPU UUIDs) registers under the same id again, so
+  // a quarantine outlives a restart of the worker.
+  std::string node = r.hostname();
+  for (const v1::GpuInfo& g : r.gpus()) absl::StrAppend(&node, "/", g.uuid());
+  w.id = absl::StrCat(r.hostname(), "-", Sha256Hex(node).substr(0, 8));
+  w.hostname = r.hostname();
+  w.gpus.assign(r.gpus().begin(), r.gpus().end());
+  w.build_jobs = r.build_jobs();
+  w.versions = r.versions();
+  if (absl::Status st = store_->UpsertWorker(w); !st.ok()) return st;
+  v1::RegisterWorkerResponse out;
+  out.set_worker_id(w.id);
+  out.set_lease_timeout_s(options_.lease_seconds);
+  out.set_heartbeat_interval_s(options_.heartbeat_seconds);
+  return out;
+}
+
+absl::StatusOr<WorkerRecord> Fleet::LiveWorker(const std::string& worker_id) {
+  absl::StatusOr<WorkerRecord> w = store_->GetWorker(worker_id);
+  if (!w.ok()) return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+  if (!w->quarantine_reason.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker_id, " is quarantined: ", w->quarantine_reason));
+  }
+  return w;
+}
+
+bool Fleet::BuildWorkerAlive() {
+  const int64_t now = NowMs();
+  if (now - build_alive_checked_ms_ < 1000) return build_alive_;
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  if (!all.ok()) return false;
+  bool alive = false;
+  for (const WorkerRecord& w : *all) alive = alive || (w.gpus.empty() && Alive(w, now, LeaseMs()));
+  build_alive_ = alive;
+  build_alive_checked_ms_ = now;
+  return alive;
+}
+
+absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
+  absl::StatusOr<WorkerRecord> w = LiveWorker(r.worker_id());
+  if (!w.ok()) return w.status();
+  TaskLeaseRequest q;
+  q.worker_id = w->id;
+  q.slot = r.gpu_ordinal();
+  q.lease_ms = LeaseMs();
+  if (r.gpu_ordinal() >= 0) {
+    for (const v1::GpuInfo& g : w->gpus) {
+      if (g.ordinal() == r.gpu_ordinal()) q.gpu = g.model();
+    }
+    if (q.gpu.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", w->id, " registered no GPU ", r.gpu_ordinal()));
+    }
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
+  while (true) {
+    const uint64_t seen = Count(Event::kQueued);
+    q.take_builds = r.gpu_ordinal() < 0 || !BuildWorkerAlive();
+    absl::StatusOr<std::optional<TaskRecord>> t = store_->LeaseTask(q);
+    if (!t.ok()) return t.status();
+    v1::LeaseResponse out;
+    if (t->has_value()) {
+      if (!out.mutable_task()->ParseFromString((*t)->payload)) {
+        return absl::DataLossError(absl::StrCat("task ", (*t)->id, " has an unreadable payload"));
+      }
+      out.mutable_task()->set_task_id((*t)->id);
+      out.mutable_task()->set_attempt((*t)->attempt);
+      return out;
+    }
+    if (absl::Now() >= deadline) return out;
+    // Wake on a queue change, or poll now and then (a lease may expire).
+    WaitFor(Event::kQueued, seen, std::min(deadline, absl::Now() + absl::Milliseconds(250)));
+  }
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Fleet::Heartbeat(const v1::HeartbeatRequest& r) {
+  std::vector<std::string> ids(r.task_ids().begin(), r.task_ids().end());
+  absl::StatusOr<std::vector<std::string>> lost = store_->RenewLeases(r.worker_id(), ids, LeaseMs());
+  if (!lost.ok()) return lost.status();
+  v1::HeartbeatResponse out;
+  for (const std::string& id : *lost) out.add_cancelled_task_ids(id);
+  return out;
+}
+
+absl::StatusOr<v1::ReportResultResponse> Fleet::Report(const v1::ReportResultRequest& r) {
+  absl::StatusOr<TaskRecord> task = store_->GetTask(r.task_id());
+  if (!task.ok()) return task.status();
+  v1::ReportResultResponse out;
+  if (!r.infrastructure_error().empty()) {
+    absl::StatusOr<bool> released = store_->ReleaseTask(r.task_id(), r.attempt(), r.worker_id());
+    if (!released.ok()) return released.status();
+    absl::StatusOr<WorkerRecord> w = store_->RecordWorkerRun(
+        r.worker_id(), task->kind, r.seconds(), true, r.infrastructure_error(), options_.quarantine_after);
+    if (!w.ok()) return w.status();
+    out.set_accepted(false);
+    out.set_reason(absl::StrCat("infrastructure error recorded; task queued again",
+                                w->quarantine_reason.empty() ? "" : "; worker quarantined"));
+    Notify(Event::kQueued);
+    return out;
+  }
+  absl::StatusOr<TaskResultOutcome> outcome =
+      store_->ReportTaskResult(r.task_id(), r.attempt(), r.worker_id(), r.SerializeAsString());
+  if (!outcome.ok()) return outcome.status();
+  out.set_accepted(*outcome != TaskResultOutcome::kRefused);
+  if (*outcome == TaskResultOutcome::kRefused) {
+    Notify(Event::kQueued);  // an expired lease may have gone back to the queue
+    out.set_reason(absl::StrCat("late result refused: the lease of attempt ", r.attempt(),
+                                " had expired or the task was leased again"));
+  }
+  if (*outcome == TaskResultOutcome::kAccepted) {
+    absl::StatusOr<WorkerRecord> w =
+        store_->RecordWorkerRun(r.worker_id(), task->kind, r.seconds(), false, "", options_.quarantine_after);
+    if (!w.ok()) return w.status();
+  }
+  Notify(Event::kResult);
+  return out;
+}
+
+absl::Status Fleet::PutArtifact(const std::string& sha256, const std::string& data) {
+  if (!IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
+  if (static_cast<int64_t>(data.size()) > options_.max_artifact_bytes) {
+    return absl::InvalidArgumentError("artifact larger than the fleet's limit");
+  }
+  if (Sha256Hex(data) != sha256) {
+    return absl::InvalidArgumentError("artifact bytes do not hash to the digest given");
+  }
+  const std::string path = absl::StrCat(options_.artifact_dir, "/", sha256);
+  if (std::filesystem::exists(path)) return absl::OkStatus();
+  const std::string tmp = absl::StrCat(path, ".tmp.", RandomHex(4));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) return absl::ResourceExhaustedError(absl::StrCat("cannot write artifact ", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::ResourceExhaustedError(absl::StrCat("cannot store artifact: ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Fleet::GetArtifact(const std::string& sha256) {
+  if (!IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
+  std::ifstream in(absl::StrCat(options_.artifact_dir, "/", sha256), std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("no artifact ", sha256));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string data = ss.str();
+  if (Sha256Hex(data) != sha256) return absl::DataLossError(absl::StrCat("artifact ", sha256, " is corrupt"));
+  return data;
+}
+
+absl::StatusOr<v1::ListWorkersResponse> Fleet::ListWorkers() {
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  if (!all.ok()) return all.status();
+  v1::ListWorkersResponse out;
+  const int64_t now = NowMs();
+  for (const WorkerRecord& w : *all) {
+    v1::WorkerStatus* s = out.add_workers();
+    s->set_worker_id(w.id);
+    s->set_hostname(w.hostname);
+    for (const v1::GpuInfo& g : w.gpus) *s->add_gpus() = g;
+    s->set_state(!w.quarantine_reason.empty() ? "quarantined"
+                 : now - w.last_heartbeat_unix_ms > LeaseMs() ? "dead" : "alive");
+    s->set_quarantine_reason(w.quarantine_reason);
+    s->set_builds(w.builds);
+    s->set_builds_per_minute(w.build_seconds > 0 ? 60.0 * w.builds / w.build_seconds : 0);
+    s->set_measures(w.measures);
+    s->set_measures_per_minute(w.measure_seconds > 0 ? 60.0 * w.measures / w.measure_seconds : 0);
+    s->set_last_heartbeat_age_s((now - w.last_heartbeat_unix_ms) / 1000.0);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Fleet::Submit(const v1::Task& task, const std::string& gpu,
+                                          const std::string& job_id) {
+  TaskRecord t;
+  t.id = absl::StrCat(task.kind() == v1::TASK_KIND_BUILD ? "b-" : "m-", RandomHex(8));
+  t.kind = task.kind() == v1::TASK_KIND_BUILD ? "build" : "measure";
+  t.job_id = job_id;
+  t.candidate_id = task.candidate().id();
+  t.gpu = gpu;
+  t.payload = task.SerializeAsString();
+  if (absl::Status st = store_->EnqueueTask(t); !st.ok()) return st;
+  Notify(Event::kQueued);
+  return t.id;
+}
+
+absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id, absl::Time deadline) {
+  while (true) {
+    const uint64_t seen = Count(Event::kResult);
+    absl::StatusOr<TaskRecord> t = store_->GetTask(task_id);
+    if (!t.ok()) return t.status();
+    if (t->state == "done") {
+      v1::ReportResultRequest r;
+      if (!r.ParseFromString(t->result)) {
+        return absl::DataLossError(absl::StrCat("task ", task_id, " has an unreadable result"));
+      }
+      return r;
+    }
+    if (t->state == "cancelled") return absl::CancelledError(absl::StrCat("task ", task_id, " was cancelled"));
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("no result for task ", task_id, " in time"));
+    }
+    WaitFor(Event::kResult, seen, std::min(deadline, absl::Now() + absl::Milliseconds(500)));
+  }
+}
+
+std::vector<std::string> Fleet::GpuModels() {
+  std::vector<std::string> models;
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  if (!all.ok()) return models;
+  const int64_t now = NowMs();
+  for (const WorkerRecord& w : *all) {
+    if (!Alive(w, now, LeaseMs())) continue;
+    for (const v1::GpuInfo& g : w.gpus) {
+      if (std::find(models.begin(), models.end(), g.model()) == models.end()) models.push_back(g.model());
+    }
+  }
+  return models;
+}
+
+std::optional<v1::GpuInfo> Fleet::AnyGpu() {
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  if (!all.ok()) return std::nullopt;
+  const int64_t now = NowMs();
+  for (const WorkerRecord& w : *all) {
+    if (Alive(w, now, LeaseMs()) && !w.gpus.empty()) return w.gpus.front();
+  }
+  return std::nullopt;
+}
+
+}  // namespace anvil

@@ -1,0 +1,202 @@
+#include "server/proposers/embedded/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+
+namespace anvil {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double Log2Distance(double a, double b) {
+  return std::abs(std::log2(std::max(a, 1.0)) - std::log2(std::max(b, 1.0)));
+}
+
+double KnobDistance(const KnobParams& a, const KnobParams& b) {
+  double d = 0;
+  for (const auto& [k, va] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second == va) continue;
+    double x = 0, y = 0;
+    if (absl::SimpleAtod(va, &x) && absl::SimpleAtod(it->second, &y)) {
+      d += std::max(0.5, Log2Distance(x, y));
+    } else {
+      d += 1;
+    }
+  }
+  return d;
+}
+
+double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
+  return Log2Distance(a.m(), b.m()) + Log2Distance(a.n(), b.n()) + Log2Distance(a.k(), b.k());
+}
+
+}  // namespace
+
+int64_t DeviceModel::ClusterSlots(int64_t c) const {
+  if (c < 1 || c >= static_cast<int64_t>(cluster_ctas.size()) || cluster_ctas[c] <= 0 ||
+      cluster_ctas[1] <= 0)
+    return sms;
+  return std::max<int64_t>(c, static_cast<int64_t>(sms) * cluster_ctas[c] / cluster_ctas[1]);
+}
+
+absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
+                                 const KnobParams& params, const v1::Shape& shape,
+                                 const DeviceModel& device) {
+  absl::StatusOr<RuleVars> vars = KnobVars(family, layout, params);
+  if (!vars.ok()) return vars.status();
+  const int64_t M = shape.m(), N = shape.n(), K = shape.k();
+  const int64_t tm = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_m", 128));
+  const int64_t tn = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_n", 128));
+  const int64_t tk = std::max<int64_t>(1, ModelTerm(family, *vars, "tile_k", 64));
+  const int64_t split = std::max<int64_t>(1, ModelTerm(family, *vars, "split_k", 1));
+  // The splits of a tile sum their partials inside one cluster (no slabs, no
+  // reduce kernel) instead of through the workspace and a second kernel.
+  const bool in_cluster = split > 1 && ModelTerm(family, *vars, "split_in_cluster", 0) != 0;
+  const bool slabs = split > 1 && !in_cluster;
+  // Stream-K: min(SMs, units) CTAs share the tiles' k-iterations evenly; a tile
+  // split between CTAs is summed through fp32 partial tiles in the workspace.
+  const bool stream_k = ModelTerm(family, *vars, "stream_k", 0) != 0;
+  // Clusters of `multicast` CTAs share one operand slice through TMA multicast:
+  // each loads 1/multicast of the tile_n rows, and whole clusters must fit a GPC.
+  // Two-dimensional clusters: `multicast_n` CTAs share the tile_m rows too.
+  const int64_t multicast = std::max<int64_t>(1, ModelTerm(family, *vars, "multicast", 1));
+  const int64_t multicast_n = std::max<int64_t>(1, ModelTerm(family, *vars, "multicast_n", 1));
+  const int64_t per_sm = std::max<int64_t>(1, ModelTerm(family, *vars, "ctas_per_sm", 1));
+  // The fraction of one SM's tensor throughput a lone CTA can drive (per mille).
+  const double cta_rate =
+      std::clamp<double>(ModelTerm(family, *vars, "cta_rate_permille", 1000), 1, 1000) / 1000.0;
+  const double efficiency = ModelConstant(family, "efficiency", 0.8);
+  const double fixed_us = ModelConstant(family, "fixed_us", 3.0);
+  // One k-step's latency floor: a constant, or a term where the k-step's width
+  // is a knob (03's BK: a slot of two k-tiles costs what two slots of one do).
+  const double step_ns = family.model.count("step_ns") > 0
+                             ? static_cast<double>(ModelTerm(family, *vars, "step_ns", 40))
+                             : ModelConstant(family, "step_ns", 40.0);
+
+  Estimate e;
+  const int64_t tiles = CeilDiv(M, tm) * CeilDiv(N, tn);
+  e.waste = static_cast<double>(CeilDiv(M, tm) * tm * CeilDiv(N, tn) * tn) / (M * N) - 1.0;
+  e.ctas = tiles * split;
+  // A cluster is co-scheduled on one GPC: fewer SMs take clusters at once.
+  const int64_t sms = device.ClusterSlots(in_cluster ? split : multicast * multicast_n);
+  const int64_t slots = sms * per_sm;
+  e.waves = static_cast<double>(e.ctas) / slots;
+  const int64_t k_tiles = CeilDiv(K, tk);
+  const int64_t units = tiles * k_tiles;  // stream-K's (tile, k-tile) units
+  int64_t k_steps = CeilDiv(k_tiles, split);
+  // The busiest SM runs ceil(ctas / sms) CTAs, up to per_sm of them at once.
+  int64_t load = CeilDiv(e.ctas, sms);
+  if (stream_k) {  // one CTA per SM, ceil(units / CTAs) k-steps each
+    e.ctas = std::min<int64_t>(sms, units);
+    e.waves = static_cast<double>(units) / (e.ctas * k_tiles);
+    k_steps = CeilDiv(units, e.ctas);
+    load = 1;
+  }
+  const int64_t together = std::min(load, per_sm);
+  const double sm_rate = device.flops_per_s * efficiency / device.sms;
+  const double cta_flops = 2.0 * tm * tn * k_steps * tk;
+  const double compute_s = load * cta_flops / (sm_rate * std::min(1.0, cta_rate * together));
+  const double latency_s = CeilDiv(load, per_sm) * k_steps * step_ns * 1e-9;
+  const double rows_per_k_tile =
+      static_cast<double>(tm) / multicast_n + static_cast<double>(tn) / multicast;
+  const double l2_s = e.ctas * rows_per_k_tile * k_steps * tk * 2.0 / device.l2_bytes_per_s;
+  // DRAM: operands once, C (or the fp32 partials) once.
+  const double c_bytes = slabs ? split * M * N * 4.0 : M * N * 2.0;
+  // The workspace the partials ask for, as the seed families lay their slabs
+  // out (03 rounds each up to 256 bytes, 02 adds 16 spare bytes to align the
+  // base), at most: the search compares it with the runner's cap, which
+  // refuses a byte over.
+  e.partial_bytes = slabs ? split * (CeilDiv(M * N, int64_t{64}) * 256.0) + 16 : 0;
+  const double dram_s = ((M * K + N * K) * 2.0 + c_bytes) / device.dram_bytes_per_s;
+  // Pipeline depth: a shallow ring exposes load latency (family term, per mille).
+  const double pipeline =
+      std::clamp<double>(ModelTerm(family, *vars, "pipeline_permille", 1000), 100, 1000) / 1000.0;
+  // Storing C tile by tile: a tile's fp16 bytes at the SM's share of DRAM
+  // bandwidth, times the family's store cost (per mille of ideal; 0: not
+  // modelled), less the share hidden behind other work.
+  const double store_cost = ModelTerm(family, *vars, "store_permille", 0) / 1000.0;
+  const double store_hidden =
+      std::clamp<double>(ModelTerm(family, *vars, "store_hidden_permille", 0), 0, 1000) / 1000.0;
+  // In a cluster each split stores 1/split of the tile after reading that share
+  // from every split's partial tile (tm * tn * 4 bytes over the SM-to-SM network,
+  // taken at the SM's share of L2 bandwidth).
+  const double sm_dram = device.dram_bytes_per_s / device.sms;
+  const double store_s =
+      slabs        ? 0.0
+      : in_cluster ? load * (tm * tn * 2.0 / split / sm_dram +
+                             tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms))
+                   : load * tm * tn * 2.0 / sm_dram * store_cost * (1.0 - store_hidden);
+  double body = compute_s / pipeline + store_s;
+  // Stream-K's fix-up: when the tiles do not divide evenly, a CTA publishes one
+  // fp32 partial tile and the tile's first CTA reads it back (at the SM's share
+  // of L2 bandwidth), after a memset of the flags (a quarter of a launch).
+  // The family's stream_k_factor scales the rest (measured: a CTA's scattered
+  // units run slower than a tile's consecutive k-tiles).
+  if (stream_k) {
+    body *= std::max(1.0, ModelConstant(family, "stream_k_factor", 1.0));
+    if (units % e.ctas != 0) {
+      body += 2.0 * tm * tn * 4.0 / (device.l2_bytes_per_s / device.sms);
+      body += fixed_us * 0.25e-6;
+    }
+  }
+  // Operand rows that are not 16-byte multiples (K % 8, or NN's N % 8): a
+  // family without a fast path for them runs this much slower (constant
+  // misaligned_factor; 1 = handled, e.g. by padding into the workspace).
+  if (K % 8 != 0 || (layout == v1::LAYOUT_NN && N % 8 != 0)) {
+    body *= std::max(1.0, ModelConstant(family, "misaligned_factor", 1.0));
+  }
+  e.bound = "compute";
+  for (auto [t, name] : {std::pair{latency_s, "latency"}, {l2_s, "l2"}, {dram_s, "dram"}}) {
+    if (t > body) {
+      body = t;
+      e.bound = name;
+    }
+  }
+  e.us = body * 1e6 + fixed_us;
+  if (slabs) {  // the reduce kernel: partials in, fp16 C out, one more launch
+    e.us += (split * M * N * 4.0 + M * N * 2.0) / device.dram_bytes_per_s * 1e6 + fixed_us * 0.5;
+  } else if (in_cluster) {
+    // Measured (H100, 2026-11-21, bench/NOTES.md, Kernel): summing in the cluster saves none of the
+    // reduce kernel's time (cluster launch, two cluster barriers, the slowest
+    // split pacing the tile), so it is charged like the second launch.
+    e.us += fixed_us * 0.5;
+  }
+  return e;
+}
+
+void CostModel::Observe(ModelPoint o) { observations_.push_back(std::move(o)); }
+
+absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout layout,
+                                            const KnobParams& params, const v1::Shape& shape,
+                                            int k) const {
+  absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device_);
+  if (!e.ok()) return e;
+  // Shape knobs left out of the comparison: a configuration specialised to a
+  // problem is the general one's kernel (ShapeDistance counts the problem).
+  KnobParams full = WithDefaults(family, params);
+  for (const SeedKnob& k : family.knobs) {
+    if (!k.shape.empty()) full.erase(k.name);
+  }
+  std::vector<std::pair<double, double>> near;  // (distance, log ratio)
+  for (const ModelPoint& o : observations_) {
+    if (o.family != family.name || o.measured_us <= 0 || o.predicted_us <= 0) continue;
+    double d = KnobDistance(full, o.params) + ShapeDistance(shape, o.shape);
+    near.emplace_back(d, std::log(o.measured_us / o.predicted_us));
+  }
+  if (near.empty()) return e;
+  const size_t n = std::min<size_t>(k, near.size());
+  std::partial_sort(near.begin(), near.begin() + n, near.end());
+  double w_sum = 0, acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double w = 1.0 / (1.0 + near[i].first);
+    w_sum += w;
+    acc += w * near[i].second;
+  }
+  e->us *= std::exp(acc / w_sum);
+  return e;
+}
+
+}  // namespace anvil

@@ -1,0 +1,345 @@
+// End to end: a real anvil_test_server with fleet.enabled (ServeMain, the
+// Fleet service, RemoteEvaluator, the coordinator's ScriptedProposer) and
+// real anvil_test_worker processes (WorkerMain and FleetWorker with a test
+// evaluator for the node) over loopback gRPC, on a real store. Workers are
+// killed, paused and refused; the store's tasks and measurements are checked
+// against what the job issued.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "proto/problem.h"
+#include "server/rpc/client.h"
+#include "store/store.h"
+#include "tests/serve/server_process.h"
+
+namespace anvil {
+namespace {
+
+using testing_serve::ServerProcess;
+
+// One anvil_test_worker process.
+class WorkerProcess {
+ public:
+  WorkerProcess(std::string dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
+  ~WorkerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  void Start(const std::string& target, std::vector<std::string> extra = {},
+             std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args = {ANVIL_TEST_WORKER, "--server", target, "--hostname", name_,
+                                     "--cache-dir", absl::StrCat(dir_, "/cache-", name_),
+                                     "--lease-wait", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    env["TMPDIR"] = dir_;
+    pid_ = fork();
+    if (pid_ == 0) {
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      freopen(absl::StrCat(dir_, "/worker-", name_, ".log").c_str(), "a", stderr);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(args[0].c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+  void KillAndReap() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // Exit code after up to `seconds` (-1: still running).
+  int Wait(double seconds) {
+    for (int i = 0; i < seconds * 100; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  std::string log() const {
+    std::ifstream in(absl::StrCat(dir_, "/worker-", name_, ".log"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::string dir_, name_;
+  pid_t pid_ = -1;
+};
+
+int64_t RawInt(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
+  int64_t v = -1;
+  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  return v;
+}
+
+std::string RawText(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
+  std::string v;
+  if (sqlite3_step(s) == SQLITE_ROW) v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  return v;
+}
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/fleet_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = dir_ + "/anvil.db";
+    server_ = std::make_unique<ServerProcess>(ANVIL_TEST_SERVER, db_, dir_);
+  }
+
+  bool StartServer(const std::string& lease = "2", std::map<std::string, std::string> env = {}) {
+    return server_->Start({"--fleet-enabled", "true", "--fleet-lease-seconds", lease,
+                           "--fleet-heartbeat-seconds", "0.3", "--fleet-gpu", "FAKE-GPU"},
+                          env);
+  }
+
+  WorkerProcess& AddWorker(const std::string& name, std::vector<std::string> extra = {},
+                           std::map<std::string, std::string> env = {}) {
+    workers_.push_back(std::make_unique<WorkerProcess>(dir_, name));
+    workers_.back()->Start(server_->target(), std::move(extra), std::move(env));
+    return *workers_.back();
+  }
+
+  std::unique_ptr<KernelSearchClient> Client(const std::string& token = "") {
+    ClientOptions o;
+    o.target = server_->target();
+    o.token = token;
+    return *KernelSearchClient::Connect(o);
+  }
+
+  static v1::OptimizeKernelRequest Request(std::vector<std::string> shapes) {
+    v1::OptimizeKernelRequest r;
+    for (const std::string& s : shapes) {
+      v1::Problem* p = r.add_problems();
+      *p->mutable_shape() = *ParseShape(s);
+      p->set_layout(v1::LAYOUT_NT);
+    }
+    return r;
+  }
+
+  // Starts the job, then polls it until it ends (any stream break is fine:
+  // the server may be killed meanwhile). `during` runs once per poll.
+  v1::Job RunJob(const v1::OptimizeKernelRequest& r, const std::function<void()>& during,
+                 double timeout_s = 240) {
+    std::string job_id;
+    {
+      auto c = Client();
+      absl::Status st = c->OptimizeKernel(r, [&](const v1::JobProgress& p) {
+        job_id = p.job().id();
+        return false;  // detach at the first event
+      });
+      EXPECT_TRUE(st.ok()) << st;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::duration<double>(timeout_s)) {
+      during();
+      auto c = Client();
+      absl::StatusOr<v1::Job> j = c->GetJob(job_id);
+      if (j.ok() && (j->state() == v1::JOB_STATE_SUCCEEDED || j->state() == v1::JOB_STATE_FAILED)) {
+        return *j;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "job " << job_id << " did not end in " << timeout_s << " s";
+    return v1::Job();
+  }
+
+  // Every measure task done has its result, and the measurements stored are
+  // exactly one per (candidate, problem) of the tasks: nothing lost, nothing twice.
+  // Tasks a killed server's evaluator had queued are finished by the workers
+  // all the same (their results stored, read by no one): wait for the queue
+  // to drain first.
+  void ExpectNothingLostOrDoubled() {
+    for (int i = 0; i < 300 && RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')") > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')"), 0);
+    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done' AND result IS NULL"), 0);
+    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM (SELECT candidate_id, problem_id, count(*) c "
+                          "FROM measurements GROUP BY candidate_id, problem_id, verified HAVING c > 1)"),
+              0)
+        << "a (candidate, problem) measured twice";
+    EXPECT_EQ(RawText(db_, "PRAGMA integrity_check"), "ok");
+  }
+
+  std::string dir_, db_;
+  std::unique_ptr<ServerProcess> server_;
+  std::vector<std::unique_ptr<WorkerProcess>> workers_;
+};
+
+TEST_F(FleetTest, AJobCompletesWithThreeWorkers) {
+  ASSERT_TRUE(StartServer());
+  AddWorker("gpu-a");
+  AddWorker("gpu-b");
+  AddWorker("gpu-c");
+  v1::Job job = RunJob(Request({"128x256x64", "2048x512x512"}), [] {});
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_GT(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done'"), 0);
+  EXPECT_GE(RawInt(db_, "SELECT count(DISTINCT result_worker) FROM tasks WHERE state = 'done'"), 2)
+      << "the work was not spread over the workers";
+  EXPECT_GT(RawInt(db_, "SELECT count(*) FROM measurements"), 0);
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, BuildOnlyWorkersFeedGpuWorkers) {
+  ASSERT_TRUE(StartServer());
+  WorkerProcess& builder = AddWorker("builder", {"--build-only", "--build-slots", "2"});
+  (void)builder;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // registered before the GPU worker leases
+  AddWorker("gpu-a");
+  v1::Job job = RunJob(Request({"128x256x64"}), [] {});
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_GT(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build'"), 0);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build' AND result_worker NOT LIKE 'builder-%'"), 0)
+      << "a GPU worker built while a build-only worker was alive";
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND result_worker NOT LIKE 'gpu-a-%'"), 0);
+  EXPECT_GT(RawInt(db_, "SELECT builds FROM workers WHERE hostname = 'builder'"), 0);
+  EXPECT_GT(RawInt(db_, "SELECT measures FROM workers WHERE hostname = 'gpu-a'"), 0);
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, KilledWorkersTasksAreLeasedAgainNothingLostOrDoubled) {
+  ASSERT_TRUE(StartServer("1"));
+  std::map<std::string, std::string> slow = {{"ANVIL_TEST_MEASURE_MS", "150"}};
+  for (int i = 0; i < 3; ++i) AddWorker(absl::StrCat("gpu-", i), {}, slow);
+  std::mt19937 rng(11);
+  int kills = 0, polls = 0;
+  v1::OptimizeKernelRequest r = Request({"128x256x64", "256x256x64"});
+  v1::Job job = RunJob(r, [&] {
+    if (++polls % 4 != 0 || kills >= 12) return;
+    size_t victim = rng() % workers_.size();
+    workers_[victim]->KillAndReap();
+    ++kills;
+    workers_[victim]->Start(server_->target(), {}, slow);
+  });
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  const int64_t expired = RawInt(db_, "SELECT sum(expired_leases) FROM tasks");
+  std::printf("worker kills %d, leases expired and re-leased %lld\n", kills, static_cast<long long>(expired));
+  EXPECT_GT(kills, 3);
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
+  ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
+  AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
+  AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
+  int polls = 0, server_kills = 0;
+  int64_t done_before = 0;
+  v1::Job job = RunJob(Request({"128x256x64", "512x512x64"}), [&] {
+    if (++polls % 8 != 0 || server_kills >= 2) return;
+    server_->Kill(SIGKILL);
+    server_->Wait(std::chrono::seconds(10));
+    ++server_kills;
+    done_before = RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'");
+    EXPECT_EQ(RawText(db_, "PRAGMA integrity_check"), "ok");
+    server_->KeepPort();  // the workers reconnect to the same port
+    ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
+    EXPECT_GE(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'"), done_before)
+        << "an acknowledged result was lost by the restart";
+  });
+  EXPECT_EQ(server_kills, 2);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, PausedWorkerPastItsLeaseHasItsLateResultRefused) {
+  ASSERT_TRUE(StartServer("1"));
+  WorkerProcess& paused = AddWorker("paused", {}, {{"ANVIL_TEST_MEASURE_MS", "400"}});
+  AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "400"}});
+  int polls = 0;
+  bool stopped = false, resumed = false;
+  v1::Job job = RunJob(Request({"128x256x64"}), [&] {
+    ++polls;
+    if (!stopped && polls == 5) {
+      paused.Signal(SIGSTOP);  // a network cut: no heartbeat, no report
+      stopped = true;
+    } else if (stopped && !resumed && polls == 35) {  // ~3 s: past the 1 s lease
+      paused.Signal(SIGCONT);
+      resumed = true;
+    }
+  });
+  EXPECT_TRUE(resumed);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_GT(RawInt(db_, "SELECT sum(expired_leases) FROM tasks"), 0);
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, WorkerWithTheWrongTokenIsRefused) {
+  ASSERT_TRUE(server_->Start({"--fleet-enabled", "true"}, {{"ANVIL_AUTH_TOKEN", "right-token"}}));
+  WorkerProcess& w = AddWorker("intruder", {}, {{"ANVIL_AUTH_TOKEN", "wrong-token"}});
+  EXPECT_EQ(w.Wait(30), 3);
+  EXPECT_NE(w.log().find("bearer token"), std::string::npos) << w.log();
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM workers"), 0);
+  WorkerProcess& ok = AddWorker("member", {}, {{"ANVIL_AUTH_TOKEN", "right-token"}});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(ok.Wait(0.1), -1) << ok.log();
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM workers"), 1);
+}
+
+TEST_F(FleetTest, WorkerWhoseRunsKeepFailingIsQuarantined) {
+  ASSERT_TRUE(server_->Start({"--fleet-enabled", "true", "--fleet-quarantine-after", "2",
+                              "--fleet-gpu", "FAKE-GPU"}));
+  AddWorker("sick", {}, {{"ANVIL_TEST_INFRA_FAIL", "1"}});
+  std::thread job([this] {
+    auto c = Client();
+    (void)c->OptimizeKernel(Request({"128x256x64"}), [](const v1::JobProgress&) { return true; });
+  });
+  for (int i = 0; i < 300 && RawInt(db_, "SELECT count(*) FROM workers WHERE quarantine_reason != ''") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'"),
+            "test: cudaErrorNoDevice before the candidate ran");
+  EXPECT_EQ(RawText(db_, "SELECT state FROM workers WHERE hostname = 'sick'"), "quarantined");
+  // A healthy worker finishes the job.
+  AddWorker("healthy");
+  job.join();
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, ProblemOnAGpuNoWorkerHasIsUnavailable) {
+  ASSERT_TRUE(server_->Start({"--fleet-enabled", "true"}));
+  AddWorker("gpu-a");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  v1::OptimizeKernelRequest r = Request({"128x256x64"});
+  r.mutable_problems(0)->set_gpu("B200");
+  auto c = Client();
+  absl::Status st = c->OptimizeKernel(r, [](const v1::JobProgress&) { return true; });
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+}
+
+}  // namespace
+}  // namespace anvil

@@ -1,0 +1,104 @@
+// anvil_test_worker: `anvil worker` (WorkerMain, the real FleetWorker: gRPC,
+// leases, heartbeats, artifacts) with test doubles for the node: fake GPUs
+// and a test evaluator in place of the sandboxed builder and runner. Built
+// only as a test target. Test knobs (environment):
+//   ANVIL_TEST_GPU         model of the fake GPUs (default FAKE-GPU)
+//   ANVIL_TEST_GPUS        how many (default 1)
+//   ANVIL_TEST_MEASURE_MS  wall time of each measured shape (default 0)
+//   ANVIL_TEST_BUILD_MS    wall time of each build (default 0)
+//   ANVIL_TEST_INFRA_FAIL  1: every measure fails as the node's fault
+// The test evaluator writes a real artifact per build (the candidate id) and
+// refuses to measure one whose bytes are not that candidate's.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/coordinator/fakes.h"
+#include "worker/fleet/worker_main.h"
+
+namespace anvil {
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+class TestSlotEvaluator final : public CandidateEvaluator {
+ public:
+  explicit TestSlotEvaluator(std::string dir) : dir_(std::move(dir)), fake_(nullptr) {}
+
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(EnvInt("ANVIL_TEST_BUILD_MS", 0)));
+    std::vector<absl::StatusOr<v1::Build>> out = fake_.Build(cs);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      if (!out[i].ok()) continue;
+      const std::string path = absl::StrCat(dir_, "/", cs[i].id(), ".so");
+      std::ofstream(path) << "test artifact of " << cs[i].id();
+      out[i]->set_artifact(path);
+    }
+    return out;
+  }
+
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+    std::vector<absl::StatusOr<MeasureResult>> out;
+    for (const MeasureRequest& r : rs) {
+      std::ifstream in(r.build.artifact());
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (bytes != absl::StrCat("test artifact of ", r.candidate.id())) {
+        out.push_back(absl::DataLossError(absl::StrCat("artifact ", r.build.artifact(), " is not the candidate's")));
+        continue;
+      }
+      if (EnvInt("ANVIL_TEST_INFRA_FAIL", 0) == 1) {
+        out.push_back(absl::InternalError("test: cudaErrorNoDevice before the candidate ran"));
+        continue;
+      }
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(EnvInt("ANVIL_TEST_MEASURE_MS", 0) * static_cast<int>(r.shapes.size())));
+      out.push_back(std::move(fake_.Measure({r}).front()));
+    }
+    return out;
+  }
+
+  std::optional<v1::RunnerInfo> device() const override { return fake_.device(); }
+
+ private:
+  const std::string dir_;
+  testing_fakes::FakeEvaluator fake_;
+};
+
+FleetWorkerComponents TestComponents() {
+  FleetWorkerComponents c;
+  c.gpus = []() -> absl::StatusOr<std::vector<v1::GpuInfo>> {
+    std::vector<v1::GpuInfo> gpus;
+    const char* model = std::getenv("ANVIL_TEST_GPU");
+    for (int i = 0; i < EnvInt("ANVIL_TEST_GPUS", 1); ++i) {
+      v1::GpuInfo& g = gpus.emplace_back();
+      g.set_ordinal(i);
+      g.set_uuid(absl::StrCat("GPU-test-", getpid(), "-", i));
+      g.set_model(model ? model : "FAKE-GPU");
+      g.set_arch("sm_90a");
+      g.set_sm_count(132);
+      g.set_memory_bytes(80LL << 30);
+    }
+    return gpus;
+  };
+  c.evaluator = [](int ordinal) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
+    const char* tmp = std::getenv("TMPDIR");
+    return std::make_unique<TestSlotEvaluator>(tmp ? tmp : "/tmp");
+  };
+  c.versions = [] { return std::string("driver=test cuda=test cublas=test"); };
+  return c;
+}
+
+}  // namespace
+}  // namespace anvil
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return anvil::WorkerMain(args, anvil::TestComponents(), "anvil_test_worker");
+}

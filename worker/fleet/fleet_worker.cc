@@ -1,0 +1,295 @@
+#include "worker/fleet/fleet_worker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "anvil/v1/fleet.grpc.pb.h"
+#include "proto/candidate.h"
+#include "spdlog/spdlog.h"
+
+namespace anvil {
+namespace {
+
+constexpr char kDigestPrefix[] = "sha256:";
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+absl::StatusOr<std::string> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status WriteBytes(const std::string& path, const std::string& data) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return absl::ResourceExhaustedError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::ResourceExhaustedError(absl::StrCat("cannot write ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct FleetWorker::Impl {
+  FleetWorkerOptions options;
+  FleetWorkerComponents components;
+  std::unique_ptr<v1::Fleet::Stub> stub;
+  std::string worker_id;
+  double heartbeat_s = 5;
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  std::set<std::string> in_flight ABSL_GUARDED_BY(mu);
+
+  std::unique_ptr<grpc::ClientContext> Context(double deadline_s) const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    if (!options.token.empty()) c->AddMetadata("authorization", absl::StrCat("Bearer ", options.token));
+    c->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
+    return c;
+  }
+
+  absl::Status Register(const std::vector<v1::GpuInfo>& gpus);
+  void HeartbeatLoop();
+  void SlotLoop(int ordinal, CandidateEvaluator& evaluator);
+  v1::ReportResultRequest RunTask(const v1::Task& task, CandidateEvaluator& evaluator);
+  absl::Status UploadArtifact(v1::Build& build);
+  absl::StatusOr<std::string> LocalArtifact(const std::string& digest);
+  void Report(v1::ReportResultRequest report);
+};
+
+absl::Status FleetWorker::Impl::Register(const std::vector<v1::GpuInfo>& gpus) {
+  v1::RegisterWorkerRequest req;
+  req.set_hostname(options.hostname);
+  for (const v1::GpuInfo& g : gpus) *req.add_gpus() = g;
+  req.set_build_jobs(options.build_only ? options.build_slots : 0);
+  req.set_versions(components.versions ? components.versions() : options.versions);
+  v1::RegisterWorkerResponse resp;
+  // The server may not be up yet (a node booting with it): keep trying.
+  for (int attempt = 0;; ++attempt) {
+    grpc::Status s = stub->RegisterWorker(Context(10).get(), req, &resp);
+    if (s.ok()) break;
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return FromGrpc(s);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  worker_id = resp.worker_id();
+  heartbeat_s = resp.heartbeat_interval_s() > 0 ? resp.heartbeat_interval_s() : 5;
+  spdlog::info("anvil worker: registered as {} ({} GPUs{}; lease {} s, heartbeat {} s)", worker_id,
+               gpus.size(), options.build_only ? ", build-only" : "", resp.lease_timeout_s(), heartbeat_s);
+  return absl::OkStatus();
+}
+
+void FleetWorker::Impl::HeartbeatLoop() {
+  while (!stop) {
+    v1::HeartbeatRequest req;
+    req.set_worker_id(worker_id);
+    {
+      absl::MutexLock lock(&mu);
+      for (const std::string& id : in_flight) req.add_task_ids(id);
+    }
+    v1::HeartbeatResponse resp;
+    grpc::Status s = stub->Heartbeat(Context(heartbeat_s).get(), req, &resp);
+    if (!s.ok()) spdlog::warn("anvil worker: heartbeat failed: {}", s.error_message());
+    for (const std::string& id : resp.cancelled_task_ids()) {
+      spdlog::warn("anvil worker: task {} is no longer ours (cancelled or leased again); its result "
+                   "will be refused", id);
+    }
+    for (double waited = 0; waited < heartbeat_s && !stop; waited += 0.05) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+absl::Status FleetWorker::Impl::UploadArtifact(v1::Build& build) {
+  if (build.verdict() != v1::VERDICT_PASSED || build.artifact().empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> data = ReadBytes(build.artifact());
+  if (!data.ok()) return data.status();
+  const std::string digest = Sha256Hex(*data);
+  const std::string local = absl::StrCat(options.cache_dir, "/", digest, ".so");
+  if (!std::filesystem::exists(local)) {
+    if (absl::Status st = WriteBytes(local, *data); !st.ok()) return st;
+  }
+  v1::PutArtifactRequest req;
+  req.set_worker_id(worker_id);
+  req.set_sha256(digest);
+  req.set_data(*std::move(data));
+  v1::PutArtifactResponse resp;
+  if (absl::Status st = FromGrpc(stub->PutArtifact(Context(60).get(), req, &resp)); !st.ok()) return st;
+  build.set_artifact(absl::StrCat(kDigestPrefix, digest));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FleetWorker::Impl::LocalArtifact(const std::string& artifact) {
+  if (!absl::StartsWith(artifact, kDigestPrefix)) return artifact;  // a path on this node
+  const std::string digest = artifact.substr(sizeof(kDigestPrefix) - 1);
+  const std::string local = absl::StrCat(options.cache_dir, "/", digest, ".so");
+  absl::StatusOr<std::string> cached = ReadBytes(local);
+  if (cached.ok() && Sha256Hex(*cached) == digest) return local;
+  v1::GetArtifactRequest req;
+  req.set_worker_id(worker_id);
+  req.set_sha256(digest);
+  v1::GetArtifactResponse resp;
+  if (absl::Status st = FromGrpc(stub->GetArtifact(Context(60).get(), req, &resp)); !st.ok()) return st;
+  if (Sha256Hex(resp.data()) != digest) {
+    return absl::DataLossError(absl::StrCat("artifact ", digest, " arrived corrupt (hash mismatch)"));
+  }
+  if (absl::Status st = WriteBytes(local, resp.data()); !st.ok()) return st;
+  return local;
+}
+
+v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, CandidateEvaluator& evaluator) {
+  v1::ReportResultRequest r;
+  r.set_worker_id(worker_id);
+  r.set_task_id(task.task_id());
+  r.set_attempt(task.attempt());
+  const absl::Time start = absl::Now();
+  absl::Status failure;
+  if (task.kind() == v1::TASK_KIND_BUILD) {
+    absl::StatusOr<v1::Build> b = std::move(evaluator.Build({task.candidate()}).front());
+    if (b.ok()) {
+      failure = UploadArtifact(*b);
+      *r.mutable_build() = *std::move(b);
+    } else {
+      failure = b.status();
+    }
+  } else {
+    MeasureRequest m;
+    m.candidate = task.candidate();
+    m.build = task.build();
+    for (const v1::Problem& p : task.problems()) m.shapes.push_back(p.shape());
+    m.recheck = task.recheck();
+    m.known_lt_algos.assign(task.known_lt_algos().begin(), task.known_lt_algos().end());
+    absl::StatusOr<std::string> local = LocalArtifact(m.build.artifact());
+    absl::StatusOr<MeasureResult> res = absl::UnknownError("not measured");
+    if (local.ok()) {
+      m.build.set_artifact(*local);
+      res = std::move(evaluator.Measure({m}).front());
+    } else {
+      res = local.status();
+    }
+    if (res.ok()) {
+      for (const v1::Measurement& x : res->measurements) *r.add_measurements() = x;
+      for (const v1::LtAlgo& a : res->tuned) *r.add_tuned() = a;
+    } else {
+      failure = res.status();
+    }
+  }
+  r.set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  if (!failure.ok()) r.set_infrastructure_error(std::string(failure.message()));
+  return r;
+}
+
+void FleetWorker::Impl::Report(v1::ReportResultRequest report) {
+  // Until the server answers: a lost acknowledgement is answered by the
+  // retry (the same task and attempt is accepted once).
+  for (double backoff = 0.1; !stop || backoff < 1; backoff = std::min(backoff * 2, 5.0)) {
+    v1::ReportResultResponse resp;
+    grpc::Status s = stub->ReportResult(Context(30).get(), report, &resp);
+    if (s.ok()) {
+      if (!resp.accepted()) spdlog::warn("anvil worker: task {}: {}", report.task_id(), resp.reason());
+      return;
+    }
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      spdlog::error("anvil worker: reporting task {} failed: {}", report.task_id(), s.error_message());
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+  }
+}
+
+void FleetWorker::Impl::SlotLoop(int ordinal, CandidateEvaluator& evaluator) {
+  while (!stop) {
+    v1::LeaseRequest req;
+    req.set_worker_id(worker_id);
+    req.set_gpu_ordinal(ordinal);
+    req.set_wait_s(options.lease_wait_s);
+    v1::LeaseResponse resp;
+    grpc::Status s = stub->Lease(Context(options.lease_wait_s + 10).get(), req, &resp);
+    if (!s.ok()) {
+      spdlog::warn("anvil worker: slot {}: lease failed: {}", ordinal, s.error_message());
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    if (!resp.has_task()) continue;
+    {
+      absl::MutexLock lock(&mu);
+      in_flight.insert(resp.task().task_id());
+    }
+    v1::ReportResultRequest report = RunTask(resp.task(), evaluator);
+    Report(std::move(report));
+    absl::MutexLock lock(&mu);
+    in_flight.erase(resp.task().task_id());
+  }
+}
+
+FleetWorker::FleetWorker(FleetWorkerOptions options, FleetWorkerComponents components)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->components = std::move(components);
+}
+
+FleetWorker::~FleetWorker() = default;
+
+void FleetWorker::Stop() { impl_->stop = true; }
+
+absl::Status FleetWorker::Run() {
+  Impl& w = *impl_;
+  if (w.options.hostname.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    w.options.hostname = host;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(w.options.cache_dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", w.options.cache_dir));
+  std::vector<v1::GpuInfo> gpus;
+  if (!w.options.build_only) {
+    absl::StatusOr<std::vector<v1::GpuInfo>> found = w.components.gpus();
+    if (!found.ok()) return found.status();
+    if (found->empty()) return absl::UnavailableError("no GPU on this node; use --build-only");
+    gpus = *std::move(found);
+  }
+  std::vector<int> slots;
+  for (const v1::GpuInfo& g : gpus) slots.push_back(g.ordinal());
+  for (int i = 0; w.options.build_only && i < w.options.build_slots; ++i) slots.push_back(-1);
+  std::vector<std::unique_ptr<CandidateEvaluator>> evaluators;
+  for (int ordinal : slots) {
+    absl::StatusOr<std::unique_ptr<CandidateEvaluator>> e = w.components.evaluator(ordinal);
+    if (!e.ok()) return e.status();
+    evaluators.push_back(*std::move(e));
+  }
+  w.stub = v1::Fleet::NewStub(grpc::CreateChannel(w.options.server, grpc::InsecureChannelCredentials()));
+  if (absl::Status st = w.Register(gpus); !st.ok()) return st;
+  std::thread heartbeat([&w] { w.HeartbeatLoop(); });
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    threads.emplace_back([&w, &evaluators, &slots, i] { w.SlotLoop(slots[i], *evaluators[i]); });
+  }
+  for (std::thread& t : threads) t.join();
+  heartbeat.join();
+  return absl::OkStatus();
+}
+
+}  // namespace anvil
