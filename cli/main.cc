@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 0.99));
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
   serve->prefix_command();  // its options are its own: server/CONFIG.md
+  serve->fallthrough(false);  // ... not the global ones: `anvil serve --metrics-listen H:P` reaches serve
   CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
   worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
+  worker->fallthrough(false);
 
   std::string jstate;
   int jlimit = 50;

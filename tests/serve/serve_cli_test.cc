@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -164,6 +165,28 @@ TEST_F(ServeCliTest, StatusPageOnTheMetricsPortNeedsTheToken) {
   EXPECT_EQ(code, 200);  // Prometheus scrapes without the token, as before
   HttpGet(base + "/nothing", &code);
   EXPECT_EQ(code, 404);
+}
+
+// The real `anvil serve` (not the test server): its own flags after the
+// subcommand, and the HTTP port's threads start in a process that links the
+// whole CLI (a big thread-local once made civetweb's threads fail to start).
+TEST_F(ServeCliTest, AnvilServeServesStatusAndMetricsOnOnePort) {
+  const std::string script = dir_ + "/anvil-serve.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nexec " << ANVIL_CLI << " serve \"$@\"\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  ServerProcess real(script, db_, dir_);
+  const int port = FreePort();
+  ASSERT_TRUE(real.Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)})) << real.log(1);
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  long code = 0;
+  const std::string page = HttpGet(base + "/status", &code);
+  EXPECT_EQ(code, 200) << real.log(1);
+  EXPECT_NE(page.find("<title>Anvil status</title>"), std::string::npos);
+  EXPECT_NE(HttpGet(base + "/metrics", &code).find("anvil_jobs"), std::string::npos);
+  EXPECT_EQ(code, 200);
 }
 
 TEST_F(ServeCliTest, TlsWhenGivenACertificate) {
