@@ -95,7 +95,7 @@ int RunWatch(const Globals& g, const WatchArgs& a);
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
-int RunDoctor(const Globals& g);
+int RunDoctor(const Globals& g, bool migrate);  // migrate: bring the store to this schema
 
 struct ExportArgs {
   std::string gpu;            // --gpu: the device model, as `anvil kernels` names it

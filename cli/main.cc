@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
                      "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
 
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
+  bool migrate = false;
+  doctor->add_flag("--migrate", migrate,
+                   "instead: open the database read-write once, applying the schema steps it lacks");
   std::string tjob, tformat = "jsonl", tout;
   CLI::App* traj = app.add_subcommand("export-trajectories",
                                       "a job's LLM prompts, responses, rewards and advantages for RL");
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
   if (*report) return RunReport(g, rep);
   if (*watch) return RunWatch(g, wa);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
-  if (*doctor) return RunDoctor(g);
+  if (*doctor) return RunDoctor(g, migrate);
   if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);
   if (*xport && !g.server.empty()) {
     anvil::v1::ExportLibraryRequest xreq;

@@ -305,7 +305,7 @@ absl::Status CheckIdentity(const std::string& path, const Header& h, bool read_o
   if (read_only && h.user_version < LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " has schema version ", h.user_version, " but this Anvil reads version ",
-        LatestSchemaVersion(), "; open it read-write once (e.g. start the server) to migrate"));
+        LatestSchemaVersion(), "; run `anvil --db ", path, " doctor --migrate` (or start the server on it) to migrate"));
   }
   return absl::OkStatus();
 }

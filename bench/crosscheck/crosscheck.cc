@@ -11,6 +11,10 @@
 //     loop) / (R N), median of 7, implementations interleaved by round;
 //   - cuBLASLt autotuned here: the fastest of the heuristic's top 32
 //     algorithms in that regime (each timed once, the best three again).
+// Options that put back one condition of the runner at a time, to find which
+// one moves a figure when the two timers disagree (Conditions below): CUPTI
+// attached as the runner attaches it, one timed replay after one untimed, and
+// N sized per implementation.
 // One plan row (plan.h) per process: `anvil-crosscheck --plan PLAN.csv --row I`. Prints
 // CSV: m,n,k,layout,regime,candidate_us,cublas_us,lt_heuristic_us,lt_auto_us,
 // ratio,runner_ratio,agree_3pct. The candidate's output is compared with
@@ -19,13 +23,16 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cupti.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,17 +56,71 @@ using GemmFn = int (*)(const __half*, const __half*, __half*, int, int, int, voi
 using WsFn = size_t (*)(int, int, int);
 using Call = std::function<void(const __half*, const __half*, __half*, cudaStream_t)>;
 
-constexpr int kReplaysPerSample = 10;
 constexpr int kSamples = 7;
+
+// Which of the runner's conditions to reproduce (all off: the method above).
+struct Conditions {
+  bool cupti = false;      // activity callbacks registered, a subscriber, kernel activity
+                           // enabled around the eager calls and off while timing
+  bool cupti_on = false;   // and kernel activity left on while timing
+  bool audit = false;      // and API callbacks of both domains on around the eager calls
+  bool finalize = false;   // and CUPTI detached (cuptiFinalize) before the graphs are made
+  bool cupti_toggle = false;  // and kernel activity switched on and off around one eager
+                              // call before each round of samples, the graphs alive
+  int replays = 10;        // replays between the two events
+  int lead = 0;            // untimed replays launched just before the first event
+  bool per_impl = false;   // N per implementation (its eager call, replay >= 1 ms)
+  bool normal = false;     // inputs from N(0, 1) (the runner's), not uniform in [-1, 1)
+  bool regenerate = false;  // before each sample: the hot set's A and B rewritten, and in
+                            // the cold regime L2 flushed (a memset over twice its size)
+};
+Conditions g_cond;
+
+void CUPTIAPI CuptiBuffer(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = size_t(8) << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI CuptiDone(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
+void CUPTIAPI CuptiApi(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+void CuptiActivity(bool on) {
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMSET,
+                               CUPTI_ACTIVITY_KIND_MEMCPY}) {
+    CC_CHECK(on ? cuptiActivityEnable(k) : cuptiActivityDisable(k));
+  }
+  if (!on) CC_CHECK(cuptiActivityFlushAll(1));
+}
+
+CUpti_SubscriberHandle g_sub = nullptr;
+
+void AttachCupti() {
+  CC_CHECK(cuptiActivityRegisterCallbacks(CuptiBuffer, CuptiDone));
+  CC_CHECK(cuptiSubscribe(&g_sub, CuptiApi, nullptr));
+}
+
+void Callbacks(bool on) {
+  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    CC_CHECK(cuptiEnableDomain(on ? 1 : 0, g_sub, d));
+  }
+}
 
 // Uniform values in [-1, 1) from a hash of the index (never zeros: they run
 // faster than real data), written from the host.
 void Fill(__half* p, size_t n, unsigned seed) {
   std::vector<__half> host(n);
-  for (size_t i = 0; i < n; ++i) {
-    unsigned x = unsigned(i) * 2654435761u ^ seed;
+  auto uniform = [](unsigned x) {
     x ^= x >> 13, x *= 0x5bd1e995u, x ^= x >> 15;
-    host[i] = __float2half(float(x & 0xffff) / 32768.0f - 1.0f);
+    return float(x & 0xffff) / 32768.0f - 1.0f;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned x = unsigned(i) * 2654435761u ^ seed;
+    if (g_cond.normal) {  // Box-Muller from two uniforms in (0, 1]
+      const float u1 = (uniform(x) + 1.0f) * 0.5f + 1e-7f, u2 = (uniform(x * 7919u + 1) + 1.0f) * 0.5f;
+      host[i] = __float2half(std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2));
+    } else {
+      host[i] = __float2half(uniform(x));
+    }
   }
   CC_CHECK(cudaMemcpy(p, host.data(), n * 2, cudaMemcpyHostToDevice));
 }
@@ -123,21 +184,46 @@ struct Timer {
   std::vector<Operands> sets;  // [0] is the hot set
   int calls = 4;
 
+  std::function<void()> before_sample = [] {};
   // Per-call time of one sample: R replays of the graph between two events.
   double Sample(cudaGraphExec_t exec) {
+    before_sample();
     cudaEvent_t e0, e1;
     CC_CHECK(cudaEventCreate(&e0));
     CC_CHECK(cudaEventCreate(&e1));
+    for (int i = 0; i < g_cond.lead; ++i) CC_CHECK(cudaGraphLaunch(exec, stream));
     CC_CHECK(cudaEventRecord(e0, stream));
-    for (int i = 0; i < kReplaysPerSample; ++i) CC_CHECK(cudaGraphLaunch(exec, stream));
+    for (int i = 0; i < g_cond.replays; ++i) CC_CHECK(cudaGraphLaunch(exec, stream));
     CC_CHECK(cudaEventRecord(e1, stream));
     CC_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     CC_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     cudaEventDestroy(e0), cudaEventDestroy(e1);
-    return ms * 1e3 / (double(kReplaysPerSample) * calls);
+    return ms * 1e3 / (double(g_cond.replays) * calls);
   }
+  // With per_impl, N for this implementation alone (a replay of about 1 ms);
+  // else the shared N.
   cudaGraphExec_t Capture(const Call& call, bool cold) {
+    const int shared = calls;
+    if (g_cond.per_impl) {
+      const int sets = int(this->sets.size()) - 1;
+      calls = std::clamp(int(std::ceil(1000.0 / EagerUs(call))), 4, 4096);
+      if (cold) calls = (std::max(calls, sets) + sets - 1) / sets * sets;
+    }
+    cudaGraphExec_t exec = CaptureN(call, cold);
+    calls_of[exec] = calls;
+    calls = shared;
+    return exec;
+  }
+  std::map<cudaGraphExec_t, int> calls_of;
+  double SampleOf(cudaGraphExec_t exec) {
+    const int shared = calls;
+    calls = calls_of[exec];
+    const double us = Sample(exec);
+    calls = shared;
+    return us;
+  }
+  cudaGraphExec_t CaptureN(const Call& call, bool cold) {
     cudaGraph_t g;
     CC_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     for (int j = 0; j < calls; ++j) {
@@ -201,7 +287,7 @@ int Run(const anvil::crosscheck::Row& r) {
   if (!gemm || !wsfn) return std::fprintf(stderr, "%s lacks the candidate ABI\n", r.library.c_str()), 2;
   cudaDeviceProp prop;
   CC_CHECK(cudaGetDeviceProperties(&prop, 0));
-  Timer t{r, nullptr, {}, 4};
+  Timer t{r, nullptr, {}, 4, [] {}, {}};
   CC_CHECK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
   const double set_bytes = 2.0 * (double(r.m) * r.k + double(r.n) * r.k + double(r.m) * r.n);
   const int cold_sets = std::max(2, int(std::ceil(3.0 * prop.l2CacheSize / set_bytes)) + 1);
@@ -223,17 +309,41 @@ int Run(const anvil::crosscheck::Row& r) {
                           b, CUDA_R_16F, r.nt ? r.k : r.n, a, CUDA_R_16F, r.k, &zero, c, CUDA_R_16F,
                           r.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
+  if (g_cond.audit || g_cond.finalize) g_cond.cupti = true;
+  if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) AttachCupti(), CuptiActivity(true);
+  if (g_cond.audit) Callbacks(true);
   const double err = CompareOutputs(r, cand, cublas, t);
   if (err > 2e-2) return std::fprintf(stderr, "candidate output differs from cuBLAS by %g\n", err), 3;
   double slowest = std::max(t.EagerUs(cand), t.EagerUs(cublas));
   t.calls = std::clamp(int(std::ceil(2000.0 / slowest)), 4, 4096);
   t.calls = (t.calls + cold_sets - 1) / cold_sets * cold_sets;
+  if (g_cond.audit) Callbacks(false);
+  if (!g_cond.cupti_on && (g_cond.cupti || g_cond.cupti_toggle)) CuptiActivity(false);
+  if (g_cond.finalize) {
+    CC_CHECK(cuptiUnsubscribe(g_sub));
+    CC_CHECK(cuptiFinalize());
+  }
+  void* flush = nullptr;
+  const size_t flush_bytes = 2 * size_t(prop.l2CacheSize);
+  if (g_cond.regenerate) CC_CHECK(cudaMalloc(&flush, flush_bytes));
+  unsigned regen_seed = 99;
   for (bool cold : {false, true}) {
+    if (g_cond.regenerate) {
+      t.before_sample = [&, cold] {
+        if (cold) {
+          CC_CHECK(cudaMemsetAsync(flush, int(regen_seed++ & 0xff), flush_bytes, t.stream));
+        } else {
+          Fill(t.sets[0].a, size_t(r.m) * r.k, regen_seed++);
+          Fill(t.sets[0].b, size_t(r.n) * r.k, regen_seed++);
+        }
+        CC_CHECK(cudaStreamSynchronize(t.stream));
+      };
+    }
     // cuBLASLt autotuned in this regime: each algorithm once, the best three again.
     std::vector<std::pair<double, int>> tried;
     for (int i = 0; i < int(lt.algos.size()); ++i) {
       cudaGraphExec_t g = t.Capture(lt.With(i), cold);
-      tried.push_back({t.Sample(g), i});
+      tried.push_back({t.SampleOf(g), i});
       cudaGraphExecDestroy(g);
     }
     std::sort(tried.begin(), tried.end());
@@ -244,9 +354,15 @@ int Run(const anvil::crosscheck::Row& r) {
     for (const Call& c : impls) graphs.push_back(t.Capture(c, cold));
     std::vector<std::vector<double>> us(impls.size());
     for (int s = 0; s < kSamples; ++s) {
+      if (g_cond.cupti_toggle) {
+        CuptiActivity(true);
+        cublas(t.sets[0].a, t.sets[0].b, t.sets[0].c, t.stream);
+        CC_CHECK(cudaStreamSynchronize(t.stream));
+        CuptiActivity(false);
+      }
       for (size_t j = 0; j < graphs.size(); ++j) {
         const size_t i = (j + s) % graphs.size();
-        us[i].push_back(t.Sample(graphs[i]));
+        us[i].push_back(t.SampleOf(graphs[i]));
       }
     }
     for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
@@ -272,6 +388,26 @@ int main(int argc, char** argv) {
   app.add_option("--plan", plan, "CSV: m,n,k,layout,library,runner_graph_cold,runner_graph_hot")
       ->required();
   app.add_option("--row", row, "which data row of the plan (0-based)")->required();
+  app.add_flag("--cupti", g_cond.cupti,
+               "attach CUPTI as the runner does: kernel activity on around the eager calls, "
+               "off while timing");
+  app.add_flag("--cupti-on", g_cond.cupti_on, "attach CUPTI and leave kernel activity on while timing");
+  app.add_flag("--audit", g_cond.audit,
+               "attach CUPTI with API callbacks of both domains on around the eager calls (the "
+               "runner's correctness audit)");
+  app.add_flag("--finalize", g_cond.finalize, "attach CUPTI, then detach it (cuptiFinalize) before timing");
+  app.add_flag("--cupti-toggle", g_cond.cupti_toggle,
+               "attach CUPTI and switch kernel activity on and off around one eager call before "
+               "each round of samples, with the graphs alive (the runner's device samples do)");
+  app.add_option("--replays", g_cond.replays, "replays between the two events (runner: 1)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--lead", g_cond.lead, "untimed replays launched just before the first event (runner: 1)")
+      ->check(CLI::Range(0, 10));
+  app.add_flag("--normal", g_cond.normal, "inputs drawn from N(0, 1), as the runner's");
+  app.add_flag("--regenerate", g_cond.regenerate,
+               "before each sample rewrite the hot set's A and B, and flush L2 in the cold regime");
+  app.add_flag("--per-impl-calls", g_cond.per_impl,
+               "size N per implementation from its own eager call (runner), not one N for all");
   CLI11_PARSE(app, argc, argv);
   std::ifstream in(plan);
   if (!in) return std::fprintf(stderr, "cannot read %s\n", plan.c_str()), 2;

@@ -22,11 +22,14 @@
 set -e
 GPU=${GPU:-H100-80GB-HBM3}
 SHAPES=${SHAPES:-$BENCH/configs/dev_shapes.txt}
-CUTLASS=${ANVIL_CUTLASS_DIR:-$BENCH/../third_party/cutlass}
+# CUTLASS: the Anvil's own (a bundle's share/anvil/cutlass), else this checkout's third_party/.
+CUTLASS=${ANVIL_CUTLASS_DIR:-$(dirname "$ANVIL")/../share/anvil/cutlass}
+[ -d "$CUTLASS/include" ] || CUTLASS=$BENCH/../third_party/cutlass
 NVCC=${ANVIL_TEST_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ -z "${PKG:-}" ]; then
   PKG=$OUT/pkg STORE=${DB:?set DB to a store with graph-regime winners, or PKG to a package}
   if [[ "$DB" == *.xz ]]; then STORE=$OUT/store.db; xz -dc "$DB" > "$STORE"; fi
+  "$ANVIL" --db "$STORE" doctor --migrate || exit 1  # a store of an older schema
   "$ANVIL" --db "$STORE" export --gpu "$GPU" --problems "$SHAPES" --out "$PKG" | tee "$OUT/export.txt"
 fi
 cmake -S "$PKG" -B "$OUT/pkg-build" -DCMAKE_CUDA_COMPILER="$NVCC" \
