@@ -1,9 +1,9 @@
 #include "server/rpc/metrics.h"
 
-#include <exception>
 #include <filesystem>
+#include <thread>
 
-#include <CivetServer.h>
+#include <httplib.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -11,6 +11,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace anvil::rpc {
@@ -50,8 +51,9 @@ struct ServerMetrics::Impl : prometheus::Collectable {
   prometheus::Family<prometheus::Counter>& rpcs = prometheus::BuildCounter()
       .Name("anvil_rpcs_total").Help("Finished RPCs by method and status code").Register(*registry);
   HttpPages pages;
-  std::unique_ptr<CivetServer> http;
-  std::unique_ptr<CivetHandler> handler;
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;  // runs http's accept loop
+  int port = 0;
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     if (snapshot) {
@@ -66,43 +68,25 @@ struct ServerMetrics::Impl : prometheus::Collectable {
 
 namespace {
 
-void Answer(mg_connection* conn, const HttpAnswer& a, bool head) {
-  mg_printf(conn,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-            a.code, mg_get_response_code_text(conn, a.code), a.content_type.c_str(), a.body.size());
-  if (!head) mg_write(conn, a.body.data(), a.body.size());
-}
-
 // Every path of the port: /metrics from the registry, the rest from `pages`.
-class MetricsHandler : public CivetHandler {
- public:
-  explicit MetricsHandler(ServerMetrics::Impl* impl) : impl_(impl) {}
-  bool handleGet(CivetServer*, mg_connection* conn) override { return Handle(conn, "GET"); }
-  bool handleHead(CivetServer*, mg_connection* conn) override { return Handle(conn, "HEAD"); }
-
- private:
-  bool Handle(mg_connection* conn, const char* method);
-  ServerMetrics::Impl* impl_;
-};
-
-}  // namespace
-
-bool MetricsHandler::Handle(mg_connection* conn, const char* method) {
-  const mg_request_info* info = mg_get_request_info(conn);
-  HttpGet get{method, info->local_uri ? info->local_uri : "", info->query_string ? info->query_string : "", ""};
-  if (const char* auth = mg_get_header(conn, "Authorization")) get.authorization = auth;
+void Handle(ServerMetrics::Impl& impl, const httplib::Request& req, httplib::Response& res) {
+  const size_t q = req.target.find('?');
+  HttpGet get{req.method, req.path, q == std::string::npos ? "" : req.target.substr(q + 1),
+              req.get_header_value("Authorization")};
   HttpAnswer a;
   if (get.path == "/metrics") {
     a = {true, 200, "text/plain; version=0.0.4; charset=utf-8",
-         prometheus::TextSerializer().Serialize(impl_->Collect())};
-  } else if (impl_->pages) {
-    a = impl_->pages(get);
+         prometheus::TextSerializer().Serialize(impl.Collect())};
+  } else if (impl.pages) {
+    a = impl.pages(get);
   }
   if (!a.handled) a = {true, 404, "text/plain; charset=utf-8", "not found: /metrics, /status\n"};
-  Answer(conn, a, get.method == "HEAD");
-  return true;
+  res.status = a.code;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(a.body, a.content_type.c_str());
 }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(
     const std::string& listen, std::function<MetricsSnapshot()> snapshot, HttpPages pages) {
@@ -110,26 +94,34 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(
   impl->snapshot = std::move(snapshot);
   impl->pages = std::move(pages);
   if (!listen.empty()) {
-    try {  // civetweb reports a port it cannot bind by throwing
-      impl->http = std::make_unique<CivetServer>(
-          std::vector<std::string>{"listening_ports", listen, "num_threads", "4"});
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": ", e.what()));
+    const size_t colon = listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics.listen ", listen, ": not host:port"));
     }
-    impl->handler = std::make_unique<MetricsHandler>(impl.get());
-    impl->http->addHandler("/", impl->handler.get());
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    impl->http = std::make_unique<httplib::Server>();
+    Impl* raw = impl.get();
+    impl->http->Get(".*", [raw](const httplib::Request& req, httplib::Response& res) { Handle(*raw, req, res); });
+    impl->port = port == 0 ? impl->http->bind_to_any_port(host) : impl->http->bind_to_port(host, port) ? port : -1;
+    if (impl->port <= 0) {
+      return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": cannot listen there"));
+    }
+    impl->http_thread = std::thread([raw] { raw->http->listen_after_bind(); });
   }
   return std::unique_ptr<ServerMetrics>(new ServerMetrics(std::move(impl)));
 }
 
 // The HTTP server stops (joining its threads) before the registry goes away.
-ServerMetrics::~ServerMetrics() { impl_->http.reset(); }
-
-int ServerMetrics::port() const {
-  if (!impl_->http) return 0;
-  std::vector<int> ports = impl_->http->getListeningPorts();
-  return ports.empty() ? 0 : ports[0];
+ServerMetrics::~ServerMetrics() {
+  if (!impl_->http) return;
+  impl_->http->stop();
+  if (impl_->http_thread.joinable()) impl_->http_thread.join();
+  impl_->http.reset();
 }
+
+int ServerMetrics::port() const { return impl_->http ? impl_->port : 0; }
 
 void ServerMetrics::CandidateBuilt(bool ok, double seconds) {
   impl_->built.Add({{"outcome", ok ? "ok" : "failed"}}).Increment();

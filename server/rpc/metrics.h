@@ -1,6 +1,8 @@
 // ServerMetrics: the server's Prometheus metrics, served as text on
-// http://<metrics.listen>/metrics (prometheus-cpp registry, civetweb HTTP),
+// http://<metrics.listen>/metrics (prometheus-cpp registry, cpp-httplib HTTP),
 // with other read-only pages on the same port (the status page: `pages`).
+// The HTTP threads have default-size stacks (civetweb's fixed 100 KiB ones
+// could not hold the static TLS of a process that links cuBLASLt).
 // What it exposes:
 //   anvil_jobs{state}                       jobs in the store by state (gauge, read at scrape)
 //   anvil_job_queue_depth                   jobs accepted and waiting for a slot (gauge)
