@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sandbox/cgroup.h"
@@ -27,15 +25,11 @@ struct Capture {
   int fd = -1;
   std::string text;
   bool truncated = false;
-  // The read buffer, on the heap: a 64 KiB thread_local made every thread's
-  // static TLS too big for libraries that create threads with small stacks
-  // (civetweb's 100 KiB: pthread_create failed with EINVAL in `anvil serve`).
-  std::vector<char> buf = std::vector<char>(65536);
 
-  // Reads what is there; returns it (all of it, also beyond the cap), valid
-  // until the next ReadSome.
+  // Reads what is there; returns it (all of it, also beyond the cap).
   absl::string_view ReadSome(int64_t cap) {
-    const ssize_t n = read(fd, buf.data(), buf.size());
+    static thread_local char buf[65536];
+    const ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return {};
     if (n <= 0) {
       close(fd);
@@ -45,9 +39,9 @@ struct Capture {
     const size_t room = cap > static_cast<int64_t>(text.size())
                             ? static_cast<size_t>(cap) - text.size() : 0;
     const size_t keep = std::min(room, static_cast<size_t>(n));
-    text.append(buf.data(), keep);
+    text.append(buf, keep);
     if (keep < static_cast<size_t>(n)) truncated = true;
-    return absl::string_view(buf.data(), static_cast<size_t>(n));
+    return absl::string_view(buf, static_cast<size_t>(n));
   }
 };
 

@@ -169,7 +169,7 @@ TEST_F(ServeCliTest, StatusPageOnTheMetricsPortNeedsTheToken) {
 
 // The real `anvil serve` (not the test server): its own flags after the
 // subcommand, and the HTTP port's threads start in a process that links the
-// whole CLI (a big thread-local once made civetweb's threads fail to start).
+// whole CLI (cuBLASLt's static TLS did not fit civetweb's 100 KiB stacks).
 TEST_F(ServeCliTest, AnvilServeServesStatusAndMetricsOnOnePort) {
   const std::string script = dir_ + "/anvil-serve.sh";
   {
