@@ -1,5 +1,6 @@
 #include "server/rpc/metrics.h"
 
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -109,6 +110,8 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(
       return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": cannot listen there"));
     }
     impl->http_thread = std::thread([raw] { raw->http->listen_after_bind(); });
+    // stop() before the loop runs would be lost (and the destructor's join hang).
+    while (!impl->http->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return std::unique_ptr<ServerMetrics>(new ServerMetrics(std::move(impl)));
 }
