@@ -66,6 +66,8 @@ struct OptimizeArgs {
   std::string curve_file;           // --curve FILE: search curve CSV
   std::string transfer_from;        // --transfer-from GPU: start from its winners
   std::string figure = "graph-cold";  // --figure: what a problem's best minimises
+  bool quiet = false;               // --quiet: the summary only
+  bool verbose = false;             // --verbose: every line, every measurement
   std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
   bool detach = false;              // --detach: print the job id and leave it running (--server)
   std::string llm_config;           // --llm FILE: an LLM proposer too (llm/LLM.md)
@@ -74,6 +76,22 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a);
 // The problems of an optimize command (--shapes, --shape; the development
 // shapes when neither is given), as a request with its figure and budget.
 absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a);
+
+struct ReportArgs {
+  std::string job;     // --job ID: that job only
+  std::string gpu;     // --gpu MODEL: problems on that GPU only
+  std::string figure;  // --figure: the ranking regime (default: the job's, else the first measured)
+  std::string out;     // --out FILE
+};
+int RunReport(const Globals& g, const ReportArgs& a);
+
+struct WatchArgs {
+  std::string job;          // the job to follow (default: the store's newest)
+  std::string figure = "graph-cold";  // --figure: the summary table's (--server)
+  double interval_s = 1.0;  // --interval: seconds between looks at the store
+  bool quiet = false, verbose = false;
+};
+int RunWatch(const Globals& g, const WatchArgs& a);
 
 int RunKernels(const Globals& g, const std::string& gpu, const std::string& layout,
                const std::string& figure, const std::string& job);
@@ -108,7 +126,7 @@ int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
 // --out is a folder below the server's export.root; --problems is read here.
 int RunExportRemote(const Globals& g, const ExportArgs& a);
 int RunJobs(const Globals& g, const std::string& state, int limit);
-int RunWatch(const Globals& g, const std::string& job_id, const std::string& figure);
+int RunWatchRemote(const Globals& g, const WatchArgs& a);
 int RunCancel(const Globals& g, const std::string& job_id);
 // anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
 int RunServe(const std::vector<std::string>& args);

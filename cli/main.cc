@@ -59,6 +59,19 @@ int main(int argc, char** argv) {
                        "a GPU model in the store (as `anvil kernels` names it): each problem's "
                        "fastest configurations there are re-measured here first");
 
+  optimize->add_flag("-q,--quiet", opt.quiet, "print the summary only");
+  optimize->add_flag("-v,--verbose", opt.verbose, "print every line of the search");
+
+  WatchArgs wa;
+  CLI::App* watch = app.add_subcommand(
+      "watch", "follow a job's progress until it ends (with --server over gRPC, else in the store)");
+  watch->add_option("job", wa.job, "job id (default: the store's newest job; anvil jobs lists a server's)");
+  watch->add_option("--figure", wa.figure, "the figure of the summary table (--server)");
+  watch->add_option("--interval", wa.interval_s, "seconds between looks at the store (default 1)")
+      ->check(CLI::Range(0.1, 60.0));
+  watch->add_flag("-q,--quiet", wa.quiet, "print the end state only");
+  watch->add_flag("-v,--verbose", wa.verbose, "print every change");
+
   EvalArgs ev;
   CLI::App* eval = app.add_subcommand("eval", "build one candidate file and measure it against cuBLAS");
   eval->add_option("file", ev.file, "CUDA source exporting the candidate ABI")->required();
@@ -81,6 +94,14 @@ int main(int argc, char** argv) {
   kernels->add_option("--figure", figure, "graph-cold (default), graph-hot, device, cold, warm or call");
   kernels->add_option("--job", kjob, "the winners of this optimize job instead (its id)");
 
+  ReportArgs rep;
+  CLI::App* report = app.add_subcommand("report", "write one self-contained HTML report of the search");
+  report->add_option("--out", rep.out, "HTML file to write")->required();
+  report->add_option("--job", rep.job, "only this job (its id)");
+  report->add_option("--gpu", rep.gpu, "only problems on this device model");
+  report->add_option("--figure", rep.figure,
+                     "ranking regime, e.g. device or cold (default: the job's, else the first measured)");
+
   CLI::App* doctor = app.add_subcommand("doctor", "report the toolchain, GPUs and database");
   bool migrate = false;
   doctor->add_flag("--migrate", migrate,
@@ -100,18 +121,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 0.99));
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
   serve->prefix_command();  // its options are its own: server/CONFIG.md
+  serve->fallthrough(false);  // ... not the global ones: `anvil serve --metrics-listen H:P` reaches serve
   CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
   worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
+  worker->fallthrough(false);
 
   std::string jstate;
   int jlimit = 50;
   CLI::App* jobs = app.add_subcommand("jobs", "list the server's jobs, newest first (--server)");
   jobs->add_option("--state", jstate, "only queued, running, succeeded, failed or cancelled");
   jobs->add_option("--limit", jlimit, "most jobs listed (default 50)")->check(CLI::Range(1, 10000));
-  std::string wjob, wfigure = "graph-cold";
-  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress until it ends (--server)");
-  watch->add_option("job", wjob, "job id (anvil jobs lists them)")->required();
-  watch->add_option("--figure", wfigure, "the figure of the summary table");
   std::string cjob;
   CLI::App* cancel = app.add_subcommand("cancel", "stop a job; what it measured stays (--server)");
   cancel->add_option("job", cjob, "job id")->required();
@@ -124,7 +143,7 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
-  for (CLI::App* remote_only : {jobs, watch, cancel}) {
+  for (CLI::App* remote_only : {jobs, cancel}) {
     if (*remote_only && g.server.empty()) {
       std::cerr << "anvil " << remote_only->get_name() << ": needs --server HOST:PORT (or $ANVIL_SERVER)\n";
       return kUsage;
@@ -132,9 +151,11 @@ int main(int argc, char** argv) {
   }
   if (*optimize) return g.server.empty() ? RunOptimize(g, opt) : RunOptimizeRemote(g, opt);
   if (*jobs) return RunJobs(g, jstate, jlimit);
-  if (*watch) return RunWatch(g, wjob, wfigure);
+  if (*watch && !g.server.empty()) return RunWatchRemote(g, wa);
   if (*cancel) return RunCancel(g, cjob);
   if (*eval) return RunEval(g, ev);
+  if (*report) return RunReport(g, rep);
+  if (*watch) return RunWatch(g, wa);
   if (*kernels) return RunKernels(g, gpu, klayout, figure, kjob);
   if (*doctor) return RunDoctor(g, migrate);
   if (*traj) return RunExportTrajectories(g, tjob, tformat, tout);

@@ -1,18 +1,26 @@
 // anvil optimize: search kernels for problems on this node and store the
 // winners (local mode: the coordinator's JobService in-process, with the
-// embedded proposer and this node's LocalEvaluator). Progress lines go to stdout as they happen; an interrupted or
-// budget-limited run resumes from the store when run again.
+// embedded proposer and this node's LocalEvaluator). The job's event stream
+// feeds the progress display (cli/progress.h): live on a terminal, plain lines
+// elsewhere. An interrupted or budget-limited run resumes from the store when
+// run again.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 #include "seeds/seeds.h"
@@ -98,6 +106,84 @@ absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(
   return JobService::Create(std::move(o));
 }
 
+// The embedded search's own lines as display events (it prints its new bests
+// and failed builds itself; the job's events carry the totals).
+ProgressEvent::Kind KindOfSearchLine(const std::string& line) {
+  if (absl::StrContains(line, " did not build")) return ProgressEvent::Kind::kBuildFailed;
+  if (absl::StrContains(line, "x -> ")) return ProgressEvent::Kind::kNewBest;
+  return ProgressEvent::Kind::kLog;
+}
+
+// Feeds the display from the job's event stream (JobService::WatchJob), with
+// the lines the proposers write to stdout drawn above the live block, and on
+// a terminal a tick a second that moves the clock between events.
+class LocalProgress {
+ public:
+  explicit LocalProgress(DisplayOptions options)
+      : terminal_(std::cout.rdbuf()), display_(terminal_, options) {
+    lines_.emplace([this](const std::string& line) { OnLine(line); });
+    if (options.live) ticker_ = std::thread([this] {
+      while (!done_.WaitForNotificationWithTimeout(absl::Seconds(1))) Tick();
+    });
+  }
+  ~LocalProgress() { Stop(); }
+  void Stop() {
+    if (!done_.HasBeenNotified()) done_.Notify();
+    if (ticker_.joinable()) ticker_.join();
+    lines_.reset();  // stdout is stdout again
+    display_.Finish();
+  }
+  void OnEvent(const JobEvent& event) {
+    ProgressEvent e = FromJobEvent(event);
+    const bool own_line = event.proposer == "embedded" && (event.kind == JobEventKind::kNewBest ||
+                                                           event.kind == JobEventKind::kBuildFailed);
+    if (own_line) e.kind = ProgressEvent::Kind::kTick;
+    {
+      absl::MutexLock lock(&mu_);
+      if (event.usage.by_proposer.empty()) KeepTotals(e);
+      last_ = e;
+      last_at_ = absl::Now();
+    }
+    display_.Handle(e);
+  }
+
+ private:
+  // A state change from the service itself carries the stored job, not the
+  // run's usage: the totals seen so far stay on screen.
+  void KeepTotals(ProgressEvent& e) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    e.builds = last_.builds;
+    e.build_failures = last_.build_failures;
+    e.measurements = last_.measurements;
+    if (e.elapsed_s == 0) e.elapsed_s = last_.elapsed_s;
+    if (e.problems_measured == 0 && last_.problems_measured > 0) {
+      e.problems_measured = last_.problems_measured;
+      e.best = last_.best;
+    }
+  }
+  void OnLine(const std::string& line) { Send(KindOfSearchLine(line), line); }
+  void Tick() { Send(ProgressEvent::Kind::kTick, ""); }
+  void Send(ProgressEvent::Kind kind, const std::string& line) {
+    ProgressEvent e;
+    {
+      absl::MutexLock lock(&mu_);
+      e = last_;
+      if (e.state == "running") e.elapsed_s += absl::ToDoubleSeconds(absl::Now() - last_at_);
+    }
+    e.kind = kind;
+    e.message = line;
+    display_.Handle(e);
+  }
+
+  std::ostream terminal_;  // the real stdout
+  ProgressDisplay display_;
+  absl::Mutex mu_;
+  ProgressEvent last_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_at_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  std::optional<StdoutLines> lines_;
+  absl::Notification done_;
+  std::thread ticker_;
+};
+
 }  // namespace
 
 absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a) {
@@ -156,16 +242,18 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   absl::StatusOr<v1::Job> job = (*service)->CreateJob(req);
   if (!job.ok()) return Report(job.status(), kDatabase);
-  std::cout << absl::StrFormat(
-      "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
-      "%d nvcc jobs\n",
-      job->id(), problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
-  absl::StatusOr<std::unique_ptr<Watch>> watch = (*service)->WatchJob(job->id(), [](const JobEvent& e) {
-    if (e.kind == JobEventKind::kProblemDone || e.kind == JobEventKind::kLog) {
-      std::cout << "  " << e.message << "\n" << std::flush;
-    }
-  });
+  if (!a.quiet) {
+    std::cout << absl::StrFormat(
+        "anvil optimize: job %s, %d problems, embedded proposer, %d seed families, budget %.0f min, "
+        "%d nvcc jobs\n",
+        job->id(), problems->size(), seeds->size(), a.budget_minutes, wo.build_jobs);
+  }
+  LocalProgress progress(StdoutDisplayOptions(a.quiet, a.verbose));
+  absl::StatusOr<std::unique_ptr<Watch>> watch =
+      (*service)->WatchJob(job->id(), [&progress](const JobEvent& e) { progress.OnEvent(e); });
   absl::StatusOr<v1::Job> done = (*service)->RunJob(job->id());
+  if (watch.ok()) watch->reset();
+  progress.Stop();
   if (!done.ok()) return Report(done.status(), kFailed);
   if (done->state() != v1::JOB_STATE_SUCCEEDED || !result->has_value()) {
     return Report(absl::InternalError(done->error().empty() ? "the search did not finish" : done->error()), kFailed);

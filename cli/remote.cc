@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "proto/problem.h"
 #include "server/rpc/client.h"
 
@@ -53,13 +54,20 @@ absl::StatusOr<std::unique_ptr<KernelSearchClient>> Connect(const Globals& g) {
 // Streams a job's events, then prints its summary; the exit code follows
 // the job's end state.
 int FollowJob(const Globals& g, KernelSearchClient& client, const std::string& figure,
+              const DisplayOptions& display_options, double budget_s,
               const std::function<absl::Status(const ProgressHandler&)>& stream) {
   v1::Job last;
+  ProgressDisplay display(std::cout, display_options);
   absl::Status st = stream([&](const v1::JobProgress& p) {
     last = p.job();
-    PrintProgress(g, p);
+    if (g.json) {
+      PrintProgress(g, p);
+    } else {
+      display.Handle(FromJobProgress(p, budget_s));
+    }
     return true;
   });
+  display.Finish();
   if (!st.ok()) return Fail(g, st);
   absl::StatusOr<v1::Job> job = client.GetJob(last.id());  // the stored end state
   if (job.ok()) last = *job;
@@ -89,17 +97,16 @@ int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a) {
     std::cout << job_id << "\n";
     return kOk;
   }
-  return FollowJob(g, **client, a.figure, [&](const ProgressHandler& on) {
-    return (*client)->OptimizeKernel(*req, on);
-  });
+  return FollowJob(g, **client, a.figure, StdoutDisplayOptions(a.quiet, a.verbose), a.budget_minutes * 60,
+                   [&](const ProgressHandler& on) { return (*client)->OptimizeKernel(*req, on); });
 }
 
-int RunWatch(const Globals& g, const std::string& job_id, const std::string& figure) {
+int RunWatchRemote(const Globals& g, const WatchArgs& a) {
+  if (a.job.empty()) return Report(absl::InvalidArgumentError("watch --server needs a job id (anvil jobs)"), kUsage);
   absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
   if (!client.ok()) return Report(client.status(), kUsage);
-  return FollowJob(g, **client, figure, [&](const ProgressHandler& on) {
-    return (*client)->WatchJob(job_id, on);
-  });
+  return FollowJob(g, **client, a.figure, StdoutDisplayOptions(a.quiet, a.verbose), 0,
+                   [&](const ProgressHandler& on) { return (*client)->WatchJob(a.job, on); });
 }
 
 int RunCancel(const Globals& g, const std::string& job_id) {

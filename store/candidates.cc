@@ -177,4 +177,25 @@ absl::StatusOr<std::optional<v1::Build>> Store::FindBuildByCacheKey(const std::s
   return store_internal::QueryOneBuild(*db_, kSql, cache_key);
 }
 
+absl::StatusOr<std::vector<StoredBuild>> Store::ListBuilds(int64_t since_unix_ms,
+                                                            int64_t until_unix_ms, int limit) {
+  absl::MutexLock lock(&mu_);
+  static const std::string kSql = absl::StrCat(
+      "SELECT ", store_internal::kBuildColumns,
+      ", id, created_at FROM builds WHERE created_at >= ?1 AND (?2 <= 0 OR created_at <= ?2) "
+      "ORDER BY created_at, id LIMIT ?3");
+  STORE_ASSIGN_OR_RETURN(Stmt stmt, db_->Prepare(kSql));
+  stmt.BindInt(since_unix_ms).BindInt(until_unix_ms).BindInt(limit > 0 ? limit : -1);
+  std::vector<StoredBuild> builds;
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return builds;
+    StoredBuild& b = builds.emplace_back();
+    STORE_RETURN_IF_ERROR(store_internal::ReadBuildRow(stmt, &b.build));
+    b.build.clear_usage();
+    b.id = stmt.Int(11);
+    b.created_unix_ms = stmt.Int(12);
+  }
+}
+
 }  // namespace anvil

@@ -27,6 +27,13 @@ struct StoredMeasurement {
   v1::Measurement measurement;  // with baselines; sample_us only where noted
 };
 
+// A build together with when it was stored (for reports over a time window).
+struct StoredBuild {
+  int64_t id = 0;               // builds.id
+  int64_t created_unix_ms = 0;  // when it was stored
+  v1::Build build;              // without usage
+};
+
 // One contrastive example: a PASSED measurement and the candidate measured.
 struct Exemplar {
   StoredMeasurement measurement;
@@ -171,6 +178,25 @@ struct LtAlgo {
   std::string algo;              // raw bytes of cublasLtMatmulAlgo_t (64 bytes)
   int64_t measured_unix_ms = 0;  // 0 on put: the store's clock
   std::string figure = "device";
+};
+
+// What a job has measured so far, per problem, read from its measurement
+// rows (a running job writes its ProblemProgress rows only as it ends).
+struct ProblemActivity {
+  v1::Problem problem;
+  int64_t measurements = 0;    // rows of this job on the problem
+  int64_t candidates = 0;      // distinct candidates among them
+  int64_t failed = 0;          // rows whose verdict is not PASSED
+  double best_speedup = 0;     // fastest baseline / candidate over PASSED rows (0: none)
+  int64_t last_measured_unix_ms = 0;
+};
+struct JobActivity {
+  std::string job_id;
+  int64_t measurements = 0;     // all rows of the job
+  int64_t builds = 0;           // builds stored since the job was created (to its last update
+                                // once it ended): builds carry no job id
+  int64_t failed_builds = 0;    // of which not PASSED
+  std::vector<ProblemActivity> problems;  // ordered by the problem's first measurement
 };
 
 // Row counts of the main tables, for status displays and tests.

@@ -76,6 +76,11 @@ class Store {
   absl::StatusOr<int64_t> PutBuild(const v1::Build& build);  // REQUIRES: candidate stored
   absl::StatusOr<std::optional<v1::Build>> LatestBuild(const std::string& candidate_id);
   absl::StatusOr<std::optional<v1::Build>> FindBuildByCacheKey(const std::string& cache_key);
+  // Builds stored at or after since_unix_ms and (until_unix_ms > 0) at or
+  // before until_unix_ms, oldest first, without usage; at most `limit` rows
+  // (<= 0: all). For reports: failures by verdict and the time they cost.
+  absl::StatusOr<std::vector<StoredBuild>> ListBuilds(int64_t since_unix_ms, int64_t until_unix_ms,
+                                                      int limit = 0);
 
   // Measurements. One transaction for all rows; ids[i] answers measurements[i].
   // REQUIRES: every candidate (and the job, when given) stored.
@@ -211,6 +216,11 @@ class Store {
                                         int n);
   absl::StatusOr<int64_t> CountMeasurements(const v1::Problem& problem);
   absl::StatusOr<StoreCounts> Counts();
+  // Every stored problem on `gpu` (empty: any), ordered by gpu, arch, M, N, K, layout.
+  absl::StatusOr<std::vector<v1::Problem>> ListProblems(const std::string& gpu);
+  // A job's measurements so far, counted per problem, with the best PASSED
+  // speedup by `figure`. NotFound for an unknown job. (store/activity.cc)
+  absl::StatusOr<JobActivity> GetJobActivity(const std::string& job_id, const std::string& figure);
 
  private:
   Store(std::string path, Options options, std::unique_ptr<store_internal::Db> db,

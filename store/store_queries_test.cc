@@ -470,3 +470,68 @@ TEST_F(StoreQueriesTest, KernelCarriesTheSpreadOfItsVerifiedRuns) {
 
 }  // namespace
 }  // namespace anvil
+
+namespace anvil {
+namespace {
+
+class StoreActivityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions options;
+    options.now_unix_ms = [this] { return clock_; };
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir_.File("anvil.db"), options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(store_->PutCandidate(testing_util::TestCandidate(absl::StrCat("cand", i))).ok());
+    }
+  }
+  testing_util::TempDir dir_;
+  int64_t clock_ = 1'000'000;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreActivityTest, CountsAJobsMeasurementsAndBestSpeedupPerProblem) {
+  using testing_util::TestMeasurement;
+  using testing_util::TestProblem;
+  v1::Problem big = TestProblem(4096, 4096, 4096), small = TestProblem(16, 4096, 4096);
+  ASSERT_TRUE(store_->CreateJob("job-1", v1::OptimizeKernelRequest()).ok());
+  ASSERT_TRUE(store_->CreateJob("job-2", v1::OptimizeKernelRequest()).ok());
+  clock_ += 10;
+  v1::Build build;
+  build.set_candidate_id("cand0");
+  build.set_verdict(v1::VERDICT_COMPILE_ERROR);
+  ASSERT_TRUE(store_->PutBuild(build).ok());
+  v1::Measurement fast = TestMeasurement("cand1", small, 10.0);  // baselines at 11 us
+  v1::Measurement slow = TestMeasurement("cand2", small, 20.0);
+  v1::Measurement wrong = TestMeasurement("cand3", small, 1.0);
+  wrong.set_verdict(v1::VERDICT_INCORRECT);
+  v1::Measurement other = TestMeasurement("cand1", big, 100.0);
+  ASSERT_TRUE(store_->PutMeasurements(std::vector<v1::Measurement>{fast, slow, wrong}, "job-1").ok());
+  ASSERT_TRUE(store_->PutMeasurement(other, "job-1").ok());
+  ASSERT_TRUE(store_->PutMeasurement(fast, "job-2").ok());
+  absl::StatusOr<JobActivity> a = store_->GetJobActivity("job-1", "device");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->measurements, 4);
+  EXPECT_EQ(a->builds, 1);
+  EXPECT_EQ(a->failed_builds, 1);
+  ASSERT_EQ(a->problems.size(), 2u);
+  EXPECT_EQ(a->problems[0].problem.shape().m(), 16);  // first measured first
+  EXPECT_EQ(a->problems[0].measurements, 3);
+  EXPECT_EQ(a->problems[0].candidates, 3);
+  EXPECT_EQ(a->problems[0].failed, 1);
+  EXPECT_NEAR(a->problems[0].best_speedup, 1.1, 1e-9);  // the failed 1 us row does not count
+  EXPECT_NEAR(a->problems[1].best_speedup, 1.1, 1e-9);
+  EXPECT_EQ(store_->GetJobActivity("job-9", "device").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetJobActivity("job-1", "fastest").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<v1::Problem>> problems = store_->ListProblems("H100-SXM5-80GB");
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  ASSERT_EQ(problems->size(), 2u);
+  EXPECT_EQ((*problems)[0].shape().m(), 16);
+  EXPECT_TRUE(store_->ListProblems("H200")->empty());
+  EXPECT_EQ(store_->ListProblems("")->size(), 2u);
+}
+
+}  // namespace
+}  // namespace anvil

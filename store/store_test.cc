@@ -296,6 +296,34 @@ TEST(StoreRoundTripTest, Build) {
   EXPECT_EQ(store->PutBuild(build).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(StoreRoundTripTest, ListBuildsByTimeWindow) {
+  TempDir dir;
+  int64_t now = 1000;
+  StoreOptions options;
+  options.now_unix_ms = [&now] { return now; };
+  auto store = OpenOrDie(dir.File("anvil.db"), options);
+  ASSERT_TRUE(store->PutCandidate(TestCandidate("c1")).ok());
+  for (v1::Verdict verdict : {v1::VERDICT_PASSED, v1::VERDICT_COMPILE_ERROR, v1::VERDICT_REJECTED}) {
+    v1::Build build;
+    build.set_candidate_id("c1");
+    build.set_verdict(verdict);
+    build.set_seconds(now / 1000.0);
+    build.add_usage()->set_registers(90);
+    ASSERT_TRUE(store->PutBuild(build).ok());
+    now += 1000;
+  }
+  absl::StatusOr<std::vector<StoredBuild>> window = store->ListBuilds(2000, 3000);
+  ASSERT_TRUE(window.ok()) << window.status();
+  ASSERT_EQ(window->size(), 2u);
+  EXPECT_EQ((*window)[0].build.verdict(), v1::VERDICT_COMPILE_ERROR);
+  EXPECT_EQ((*window)[0].created_unix_ms, 2000);
+  EXPECT_EQ((*window)[0].build.usage_size(), 0);
+  EXPECT_EQ((*window)[1].build.verdict(), v1::VERDICT_REJECTED);
+  EXPECT_EQ(store->ListBuilds(0, 0)->size(), 3u);
+  EXPECT_EQ(store->ListBuilds(0, 0, 1)->size(), 1u);
+  EXPECT_TRUE(store->ListBuilds(5000, 0)->empty());
+}
+
 TEST(StoreRoundTripTest, MeasurementWithBaselinesAndSamples) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("anvil.db"));

@@ -1,16 +1,18 @@
 #include "server/rpc/metrics.h"
 
-#include <exception>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include <httplib.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace anvil::rpc {
@@ -55,7 +57,10 @@ struct ServerMetrics::Impl : prometheus::Collectable {
       .Help("Candidates sent to the evaluator by job threads").Register(*registry).Add({});
   prometheus::Counter& evaluator_s = prometheus::BuildCounter().Name("anvil_evaluator_wait_seconds_total")
       .Help("Job threads' time waiting on builds and measurements").Register(*registry).Add({});
-  std::unique_ptr<prometheus::Exposer> exposer;
+  HttpPages pages;
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;  // runs http's accept loop
+  int port = 0;
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     if (snapshot) {
@@ -68,29 +73,64 @@ struct ServerMetrics::Impl : prometheus::Collectable {
   }
 };
 
+namespace {
+
+// Every path of the port: /metrics from the registry, the rest from `pages`.
+void Handle(ServerMetrics::Impl& impl, const httplib::Request& req, httplib::Response& res) {
+  const size_t q = req.target.find('?');
+  HttpGet get{req.method, req.path, q == std::string::npos ? "" : req.target.substr(q + 1),
+              req.get_header_value("Authorization")};
+  HttpAnswer a;
+  if (get.path == "/metrics") {
+    a = {true, 200, "text/plain; version=0.0.4; charset=utf-8",
+         prometheus::TextSerializer().Serialize(impl.Collect())};
+  } else if (impl.pages) {
+    a = impl.pages(get);
+  }
+  if (!a.handled) a = {true, 404, "text/plain; charset=utf-8", "not found: /metrics, /status\n"};
+  res.status = a.code;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(a.body, a.content_type.c_str());
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(
-    const std::string& listen, std::function<MetricsSnapshot()> snapshot) {
+    const std::string& listen, std::function<MetricsSnapshot()> snapshot, HttpPages pages) {
   auto impl = std::make_shared<Impl>();
   impl->snapshot = std::move(snapshot);
+  impl->pages = std::move(pages);
   if (!listen.empty()) {
-    try {  // civetweb reports a port it cannot bind by throwing
-      impl->exposer = std::make_unique<prometheus::Exposer>(listen, 2);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": ", e.what()));
+    const size_t colon = listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics.listen ", listen, ": not host:port"));
     }
-    impl->exposer->RegisterCollectable(impl);
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    impl->http = std::make_unique<httplib::Server>();
+    Impl* raw = impl.get();
+    impl->http->Get(".*", [raw](const httplib::Request& req, httplib::Response& res) { Handle(*raw, req, res); });
+    impl->port = port == 0 ? impl->http->bind_to_any_port(host) : impl->http->bind_to_port(host, port) ? port : -1;
+    if (impl->port <= 0) {
+      return absl::UnavailableError(absl::StrCat("metrics.listen ", listen, ": cannot listen there"));
+    }
+    impl->http_thread = std::thread([raw] { raw->http->listen_after_bind(); });
+    // stop() before the loop runs would be lost (and the destructor's join hang).
+    while (!impl->http->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return std::unique_ptr<ServerMetrics>(new ServerMetrics(std::move(impl)));
 }
 
-// The exposer stops (joining its threads) before the registry goes away.
-ServerMetrics::~ServerMetrics() { impl_->exposer.reset(); }
-
-int ServerMetrics::port() const {
-  if (!impl_->exposer) return 0;
-  std::vector<int> ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : ports[0];
+// The HTTP server stops (joining its threads) before the registry goes away.
+ServerMetrics::~ServerMetrics() {
+  if (!impl_->http) return;
+  impl_->http->stop();
+  if (impl_->http_thread.joinable()) impl_->http_thread.join();
+  impl_->http.reset();
 }
+
+int ServerMetrics::port() const { return impl_->http ? impl_->port : 0; }
 
 void ServerMetrics::CandidateBuilt(bool ok, double seconds) {
   impl_->built.Add({{"outcome", ok ? "ok" : "failed"}}).Increment();

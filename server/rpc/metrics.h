@@ -1,5 +1,9 @@
 // ServerMetrics: the server's Prometheus metrics, served as text on
-// http://<metrics.listen>/metrics (prometheus-cpp). What it exposes:
+// http://<metrics.listen>/metrics (prometheus-cpp registry, cpp-httplib HTTP),
+// with other read-only pages on the same port (the status page: `pages`).
+// The HTTP threads have default-size stacks (civetweb's fixed 100 KiB ones
+// could not hold the static TLS of a process that links cuBLASLt).
+// What it exposes:
 //   anvil_jobs{state}                       jobs in the store by state (gauge, read at scrape)
 //   anvil_job_queue_depth                   jobs accepted and waiting for a slot (gauge)
 //   anvil_progress_streams                  open OptimizeKernel/WatchJob streams (gauge)
@@ -35,12 +39,25 @@ struct MetricsSnapshot {
   int64_t store_bytes = 0;
 };
 
+// One HTTP GET or HEAD on the metrics port, and its answer.
+struct HttpGet {
+  std::string method, path, query, authorization;
+};
+struct HttpAnswer {
+  bool handled = false;  // false: 404
+  int code = 200;
+  std::string content_type, body;
+};
+// Answers the paths it knows (called on an HTTP thread, concurrently).
+using HttpPages = std::function<HttpAnswer(const HttpGet&)>;
+
 class ServerMetrics {
  public:
-  // Serves /metrics on `listen` (host:port; port 0 picks one); empty: counts
-  // without serving. `snapshot` is called at each scrape, on the HTTP thread.
+  // Serves /metrics on `listen` (host:port; port 0 picks one), and any other
+  // path through `pages` (may be empty); empty listen: counts without serving.
+  // `snapshot` is called at each scrape, on the HTTP thread.
   static absl::StatusOr<std::unique_ptr<ServerMetrics>> Start(
-      const std::string& listen, std::function<MetricsSnapshot()> snapshot);
+      const std::string& listen, std::function<MetricsSnapshot()> snapshot, HttpPages pages = nullptr);
   ~ServerMetrics();
 
   int port() const;  // 0 when not serving
@@ -55,8 +72,9 @@ class ServerMetrics {
   // The text exposition of every metric (what /metrics returns).
   std::string Text();
 
+  struct Impl;  // metrics.cc (its HTTP handler reads it)
+
  private:
-  struct Impl;
   explicit ServerMetrics(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<Impl> impl_;  // shared: the HTTP thread holds it during a scrape
 };

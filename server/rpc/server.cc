@@ -13,6 +13,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "report/status.h"
 #include "reward/reward.h"
 #include "server/fleet/fleet_service.h"
 #include "server/job_service.h"
@@ -92,6 +93,19 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> Server::MakeMetrics(const ServerOptions& options,
                                                                         Store& store) {
+  // The status page (report/status.h) on the same port, behind the API's token.
+  absl::StatusOr<rpc::TokenAuth> auth = rpc::TokenAuth::Load(options.token_file, ProcessEnvironment());
+  if (!auth.ok()) return auth.status();
+  rpc::HttpPages pages = [&store, auth = *auth](const rpc::HttpGet& get) {
+    report::StatusRequest r{get.method, get.path, get.query, get.authorization};
+    report::StatusResponse s = report::HandleStatusRequest(
+        r, store, nullptr, [&auth](const std::string& authorization) {
+          return auth.CheckHeader(authorization.empty() ? std::nullopt
+                                                        : std::optional<std::string>(authorization))
+              .ok();
+        });
+    return rpc::HttpAnswer{s.handled, s.code, s.content_type, s.body};
+  };
   return rpc::ServerMetrics::Start(options.metrics_listen, [&store, db = options.db] {
     rpc::MetricsSnapshot s;
     for (v1::JobState st : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
@@ -102,7 +116,7 @@ absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> Server::MakeMetrics(const Se
     s.queue_depth = s.jobs_by_state["queued"];
     s.store_bytes = rpc::StoreBytes(db);
     return s;
-  });
+  }, std::move(pages));
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,

@@ -53,7 +53,7 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
-std::string HttpGet(const std::string& url) {
+std::string HttpGet(const std::string& url, long* code = nullptr) {
   std::string body;
   CURL* curl = curl_easy_init();
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -64,6 +64,7 @@ std::string HttpGet(const std::string& url) {
   });
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   curl_easy_perform(curl);
+  if (code != nullptr) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, code);
   curl_easy_cleanup(curl);
   return body;
 }
@@ -184,6 +185,50 @@ TEST_F(ServeCliTest, MetricsAreServedAsPrometheusText) {
   const size_t at = text.find(counted);
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_GE(std::stod(text.substr(at + counted.size())), 7) << text;
+}
+
+TEST_F(ServeCliTest, StatusPageOnTheMetricsPortNeedsTheToken) {
+  const int port = FreePort();
+  ASSERT_TRUE(server_->Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)},
+                             {{"ANVIL_AUTH_TOKEN", "correct horse"}}));
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  long code = 0;
+  HttpGet(base + "/status", &code);
+  EXPECT_EQ(code, 401);
+  HttpGet(base + "/status.json?token=battery", &code);
+  EXPECT_EQ(code, 401);
+  const std::string page = HttpGet(base + "/status?token=correct%20horse", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(page.find("<title>Anvil status</title>"), std::string::npos);
+  const std::string model = HttpGet(base + "/status.json?token=correct+horse", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(model.find("\"jobs\":[]"), std::string::npos) << model;
+  HttpGet(base + "/metrics", &code);
+  EXPECT_EQ(code, 200);  // Prometheus scrapes without the token, as before
+  HttpGet(base + "/nothing", &code);
+  EXPECT_EQ(code, 404);
+}
+
+// The real `anvil serve` (not the test server): its own flags after the
+// subcommand, and the HTTP port's threads start in a process that links the
+// whole CLI (cuBLASLt's static TLS did not fit civetweb's 100 KiB stacks).
+TEST_F(ServeCliTest, AnvilServeServesStatusAndMetricsOnOnePort) {
+  const std::string script = dir_ + "/anvil-serve.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nexec " << ANVIL_CLI << " serve \"$@\"\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  ServerProcess real(script, db_, dir_);
+  const int port = FreePort();
+  ASSERT_TRUE(real.Start({"--metrics-listen", absl::StrCat("127.0.0.1:", port)})) << real.log(1);
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  long code = 0;
+  const std::string page = HttpGet(base + "/status", &code);
+  EXPECT_EQ(code, 200) << real.log(1);
+  EXPECT_NE(page.find("<title>Anvil status</title>"), std::string::npos);
+  EXPECT_NE(HttpGet(base + "/metrics", &code).find("anvil_jobs"), std::string::npos);
+  EXPECT_EQ(code, 200);
 }
 
 TEST_F(ServeCliTest, TlsWhenGivenACertificate) {
