@@ -13,33 +13,20 @@
 
 #include "gtest/gtest.h"
 #include "report/report_test_store.h"
+#include "report/test_store_fixture.h"
 
 namespace anvil::report {
 namespace {
 
 using nlohmann::json;
 
-class ReportTest : public ::testing::Test {
+class ReportTest : public testing::TestStoreFixture {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "anvil_report_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<Store>> store = testing::OpenTestStore(dir_ + "/anvil.db", clock_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   json Model(ReportOptions options = {}) {
     absl::StatusOr<json> model = BuildReportModel(*store_, options);
     EXPECT_TRUE(model.ok()) << model.status();
     return model.value_or(json());
   }
-
-  std::string dir_;
-  std::atomic<int64_t> clock_{0};
-  std::unique_ptr<Store> store_;
 };
 
 TEST(RegimesTest, ComeFromTheTimingsMessage) {

@@ -9,34 +9,21 @@
 
 #include "gtest/gtest.h"
 #include "report/report_test_store.h"
+#include "report/test_store_fixture.h"
 
 namespace anvil::report {
 namespace {
 
 using nlohmann::json;
 
-class StatusTest : public ::testing::Test {
+class StatusTest : public testing::TestStoreFixture {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "anvil_status_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<Store>> store = testing::OpenTestStore(dir_ + "/anvil.db", clock_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   StatusSnapshot Snapshot() {
     StatusSnapshot s;
     s.now_unix_ms = clock_ + 1000;
     s.leases.push_back({"worker-test-1", 0, testing::kTestJob, "sm90_wgmma_128x256x64", clock_, clock_ + 30000});
     return s;
   }
-
-  std::string dir_;
-  std::atomic<int64_t> clock_{0};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(StatusTest, ModelShowsTheRunningJobWorkersLeasesAndWinners) {
