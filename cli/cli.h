@@ -71,6 +71,7 @@ struct OptimizeArgs {
   std::string request_id;           // --request-id: a retried call attaches to the same job (--server)
   bool detach = false;              // --detach: print the job id and leave it running (--server)
   std::string llm_config;           // --llm FILE: an LLM proposer too (llm/LLM.md)
+  std::string gpu;                  // --gpu MODEL: the problems' device model (empty: the evaluator's)
 };
 int RunOptimize(const Globals& g, const OptimizeArgs& a);
 // The problems of an optimize command (--shapes, --shape; the development

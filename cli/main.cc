@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   optimize->add_option("--budget-minutes", opt.budget_minutes,
                        "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
   optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
+  optimize->add_option("--gpu", opt.gpu,
+                       "device model the problems are for, as `anvil kernels` names it (default: the "
+                       "evaluator's; one that measures on another model refuses the job)");
   optimize->add_flag("--seeds-only", opt.seeds_only, "measure the seed configurations only");
   optimize->add_option("--llm", opt.llm_config,
                        "JSON file naming an LLM endpoint that proposes kernels too (llm/LLM.md)");

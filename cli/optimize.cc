@@ -189,7 +189,7 @@ class LocalProgress {
 absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a) {
   absl::StatusOr<std::vector<ShapeSpec>> problems = Problems(a);
   if (!problems.ok()) return problems.status();
-  if (!IsFigure(a.figure)) return absl::InvalidArgumentError("--figure must be device, warm, cold or call");
+  if (!IsFigure(a.figure)) return absl::InvalidArgumentError("--figure must be one of " + FigureList());
   v1::OptimizeKernelRequest req;
   req.set_proposer("embedded");
   req.set_reward_figure(a.figure);
@@ -200,6 +200,7 @@ absl::StatusOr<v1::OptimizeKernelRequest> OptimizeRequest(const OptimizeArgs& a)
     *p->mutable_shape() = s.shape;
     p->set_layout(s.layout);
     p->set_dtype(v1::DTYPE_F16_F32ACC);
+    p->set_gpu(a.gpu);  // empty: the evaluator's
   }
   return req;
 }
@@ -231,16 +232,9 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   absl::StatusOr<std::unique_ptr<JobService>> service =
       LocalJobService(**store, **evaluator, *seeds, a, wo.build_jobs, result);
   if (!service.ok()) return Report(service.status(), kFailed);
-  v1::OptimizeKernelRequest req;
-  req.set_proposer("embedded");
-  req.set_reward_figure(a.figure);
-  req.mutable_budget()->set_max_wall_seconds(a.budget_minutes * 60);
-  for (const ShapeSpec& s : *problems) {
-    v1::Problem* p = req.add_problems();
-    *p->mutable_shape() = s.shape;
-    p->set_layout(s.layout);
-  }
-  absl::StatusOr<v1::Job> job = (*service)->CreateJob(req);
+  absl::StatusOr<v1::OptimizeKernelRequest> req = OptimizeRequest(a);
+  if (!req.ok()) return Report(req.status(), kUsage);
+  absl::StatusOr<v1::Job> job = (*service)->CreateJob(*req);
   if (!job.ok()) return Report(job.status(), kDatabase);
   if (!a.quiet) {
     std::cout << absl::StrFormat(

@@ -12,8 +12,9 @@
 // sandbox could not start, the worker is gone).
 //
 // Thread-safety: one Build and one Measure may run at once (the coordinator
-// builds its next round while the GPU measures this one); never two Build or
-// two Measure calls at once. device() may be called from any thread.
+// builds its next round while the GPU measures this one); never two Build
+// calls at once, nor more Measure calls than MeasureSlots(). device() and
+// MeasureSlots() may be called from any thread.
 #ifndef ANVIL_SERVER_EVALUATOR_H_
 #define ANVIL_SERVER_EVALUATOR_H_
 
@@ -60,6 +61,11 @@ class CandidateEvaluator {
   // an OK result has a Measurement (a crash or hang yields one with its verdict).
   virtual std::vector<absl::StatusOr<MeasureResult>> Measure(
       const std::vector<MeasureRequest>& requests) = 0;
+
+  // How many Measure calls may run at once, each on its own GPU slot (a
+  // fleet's live GPUs of its model). Above one, Measure must be safe to call
+  // from that many threads at once.
+  virtual int MeasureSlots() const { return 1; }
 
   // The device facts (GPU model, arch, SM count), once a runner has started;
   // nullopt before. The GPU model is part of every problem key it measures.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -429,49 +430,97 @@ std::string JobRun::SkipNow(const Proposal& p) {
   return "";
 }
 
-// Measures the round's built proposals one at a time (each in its own runner
-// process), checking the budget before each, and finishes each at once (its
-// proposer sees it before the next is measured); the rest (failed builds,
-// skipped) and the checkpoint come at the round's end.
+// Whether a built proposal is to be measured now, and on what: a proposal not
+// to be measured goes to `rest` with its reason.
+std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observation>& rest) {
+  if (o.measured_on.empty() || o.outcome == Outcome::kBuildFailed) {
+    rest.push_back(std::move(o));
+    return std::nullopt;
+  }
+  std::string why = SkipNow(o.proposal);
+  if (!o.proposal.recheck) {  // a problem may have stopped since the round was picked
+    std::erase_if(o.measured_on, [this](int p) { return !problems_[p].active; });
+    if (why.empty() && o.measured_on.empty()) why = "the problem's budget is spent";
+  }
+  if (!why.empty()) {
+    o.reason = why;
+    o.measured_on.clear();
+    rest.push_back(std::move(o));
+    return std::nullopt;
+  }
+  MeasureRequest req;
+  req.candidate = o.proposal.candidate;
+  req.build = *o.build;
+  req.recheck = o.proposal.recheck;
+  for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
+  req.known_lt_algos = StoredLtAlgos(o.measured_on);
+  return req;
+}
+
+// A measured proposal, finished at once: its proposer sees it before the
+// proposals admitted after it.
+absl::Status JobRun::Complete(Observation o, std::vector<absl::StatusOr<MeasureResult>> results) {
+  ++coordinator_.candidates;
+  if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
+  if (!results[0].ok()) return results[0].status();
+  o.outcome = Outcome::kMeasured;
+  o.measurements = std::move(results[0]->measurements);
+  o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
+  o.measured_on.resize(o.measurements.size());
+  gpu_ += results[0]->gpu_seconds;
+  usage_[ProposerIndex(o)].gpu_seconds += results[0]->gpu_seconds;
+  std::vector<Observation> one;
+  one.push_back(std::move(o));
+  return Finish(one, std::move(results[0]->tuned), false);
+}
+
+// Measures the round's built proposals, each in its own runner process, as
+// many at once as the evaluator has GPU slots (one on a local GPU: one at a
+// time), in the round's order. The budget is checked before each is sent, and
+// each is finished as it comes back; the rest (failed builds, skipped) and the
+// checkpoint come at the round's end.
 absl::Status JobRun::MeasureRound(Round& r) {
+  struct InFlight {
+    Observation obs;
+    std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
+  };
+  absl::Mutex mu;              // declared before `flying`: outlives the threads it joins
+  std::vector<int> came_back;  // guarded by mu: sent measurements that have come back
   std::vector<Observation> rest;
-  for (Observation& o : r.obs) {
-    if (o.measured_on.empty() || o.outcome == Outcome::kBuildFailed) {
-      rest.push_back(std::move(o));
-      continue;
+  std::map<int, InFlight> flying;  // by the order sent; their futures join on every way out
+  CandidateEvaluator* evaluator = options_.evaluator;
+  int sent = 0;
+  size_t next = 0;
+  while (next < r.obs.size() || !flying.empty()) {
+    const size_t slots = static_cast<size_t>(std::max(1, evaluator->MeasureSlots()));
+    while (next < r.obs.size() && flying.size() < slots) {
+      Observation& o = r.obs[next++];
+      std::optional<MeasureRequest> req = Admit(o, rest);
+      if (!req) continue;
+      const int id = sent++;
+      flying[id] = {std::move(o), std::async(std::launch::async, [evaluator, &mu, &came_back, id,
+                                                                  req = *std::move(req)] {
+                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure({req});
+                      absl::MutexLock lock(&mu);
+                      came_back.push_back(id);
+                      return got;
+                    })};
     }
-    std::string why = SkipNow(o.proposal);
-    if (!o.proposal.recheck) {  // a problem may have stopped since the round was picked
-      std::erase_if(o.measured_on, [this](int p) { return !problems_[p].active; });
-      if (why.empty() && o.measured_on.empty()) why = "the problem's budget is spent";
+    if (flying.empty()) break;
+    const auto waited_from = std::chrono::steady_clock::now();
+    int id = 0;
+    {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(+[](std::vector<int>* v) { return !v->empty(); }, &came_back));
+      id = came_back.front();
+      came_back.erase(came_back.begin());
     }
-    if (!why.empty()) {
-      o.reason = why;
-      o.measured_on.clear();
-      rest.push_back(std::move(o));
-      continue;
-    }
-    MeasureRequest req;
-    req.candidate = o.proposal.candidate;
-    req.build = *o.build;
-    req.recheck = o.proposal.recheck;
-    for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
-    req.known_lt_algos = StoredLtAlgos(o.measured_on);
-    const auto measured_from = std::chrono::steady_clock::now();
-    std::vector<absl::StatusOr<MeasureResult>> results = options_.evaluator->Measure({req});
-    coordinator_.evaluator_seconds += Since(measured_from);
-    ++coordinator_.candidates;
-    if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
-    if (!results[0].ok()) return results[0].status();
-    o.outcome = Outcome::kMeasured;
-    o.measurements = std::move(results[0]->measurements);
-    o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
-    o.measured_on.resize(o.measurements.size());
-    gpu_ += results[0]->gpu_seconds;
-    usage_[ProposerIndex(o)].gpu_seconds += results[0]->gpu_seconds;
-    std::vector<Observation> one;
-    one.push_back(std::move(o));
-    if (absl::Status st = Finish(one, std::move(results[0]->tuned), false); !st.ok()) return st;
+    auto it = flying.find(id);
+    std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();
+    coordinator_.evaluator_seconds += Since(waited_from);
+    Observation o = std::move(it->second.obs);
+    flying.erase(it);
+    if (absl::Status st = Complete(std::move(o), std::move(results)); !st.ok()) return st;
   }
   return Finish(rest, {}, true);
 }

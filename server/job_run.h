@@ -90,6 +90,8 @@ class JobRun {
   absl::StatusOr<std::optional<Round>> PrepareRound();
   absl::Status FinishBuilds(Round& r);
   std::string SkipNow(const Proposal& p);
+  std::optional<MeasureRequest> Admit(Observation& o, std::vector<Observation>& rest);
+  absl::Status Complete(Observation o, std::vector<absl::StatusOr<MeasureResult>> results);
   absl::Status MeasureRound(Round& r);
   void Release(const std::vector<Observation>& round);
   int PlannedOn(int p) const;

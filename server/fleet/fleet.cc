@@ -314,4 +314,16 @@ std::optional<v1::GpuInfo> Fleet::AnyGpu() {
   return std::nullopt;
 }
 
+int Fleet::GpuSlots(const std::string& model) {
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  if (!all.ok()) return 0;
+  const int64_t now = NowMs();
+  int slots = 0;
+  for (const WorkerRecord& w : *all) {
+    if (!Alive(w, now, LeaseMs())) continue;
+    for (const v1::GpuInfo& g : w.gpus) slots += g.model() == model;
+  }
+  return slots;
+}
+
 }  // namespace anvil

@@ -69,6 +69,8 @@ class Fleet {
   // The GPU models of live, unquarantined workers, and the first one's facts.
   std::vector<std::string> GpuModels();
   std::optional<v1::GpuInfo> AnyGpu();
+  // The GPUs of `model` on live, unquarantined workers: the measure slots.
+  int GpuSlots(const std::string& model);
 
   const FleetOptions& options() const { return options_; }
 

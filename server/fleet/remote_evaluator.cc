@@ -1,5 +1,7 @@
 #include "server/fleet/remote_evaluator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace anvil {
@@ -101,6 +103,11 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
     out.push_back(std::move(m));
   }
   return out;
+}
+
+int RemoteEvaluator::MeasureSlots() const {
+  const std::string gpu = Gpu();
+  return gpu.empty() ? 1 : std::max(1, fleet_->GpuSlots(gpu));
 }
 
 std::optional<v1::RunnerInfo> RemoteEvaluator::device() const {

@@ -5,8 +5,9 @@
 // the coordinator sees one result per task whatever happens to workers. The
 // same JobService drives a local GPU or a fleet through this interface.
 //
-// Thread-safety: as CandidateEvaluator (one Build and one Measure at once;
-// device() from any thread). REQUIRES: the Fleet outlives it.
+// Thread-safety: as CandidateEvaluator; Measure holds no state of its own, so
+// MeasureSlots() calls (one per live GPU of the model) may run at once.
+// REQUIRES: the Fleet outlives it.
 #ifndef ANVIL_SERVER_FLEET_REMOTE_EVALUATOR_H_
 #define ANVIL_SERVER_FLEET_REMOTE_EVALUATOR_H_
 
@@ -36,6 +37,8 @@ class RemoteEvaluator final : public CandidateEvaluator {
   // The facts of the fleet's GPU model (from a registered worker); nullopt
   // while no GPU worker is alive.
   std::optional<v1::RunnerInfo> device() const override;
+  // The live, unquarantined GPUs of the model measured on (at least one).
+  int MeasureSlots() const override;
 
  private:
   std::string Gpu() const;

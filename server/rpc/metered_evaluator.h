@@ -21,6 +21,7 @@ class MeteredEvaluator final : public CandidateEvaluator {
   std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests) override;
   std::optional<v1::RunnerInfo> device() const override { return inner_->device(); }
+  int MeasureSlots() const override { return inner_->MeasureSlots(); }
 
  private:
   std::unique_ptr<CandidateEvaluator> inner_;

@@ -214,6 +214,30 @@ TEST_F(FleetTest, AJobCompletesWithThreeWorkers) {
   ExpectNothingLostOrDoubled();
 }
 
+// One worker with two GPU slots: the job sends as many measurements at once as
+// the fleet has slots of its model, so both slots measure at the same time
+// (before, each measure task was queued only once the previous one was done).
+TEST_F(FleetTest, TwoGpuSlotsMeasureAtTheSameTime) {
+  ASSERT_TRUE(StartServer());
+  AddWorker("gpu-two", {}, {{"ANVIL_TEST_GPUS", "2"}, {"ANVIL_TEST_MEASURE_MS", "200"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // registered before the job asks
+  v1::Job job = RunJob(Request({"128x256x64", "2048x512x512"}), [] {});
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  for (int slot : {0, 1}) {
+    EXPECT_GT(RawInt(db_, absl::StrCat("SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done' "
+                                       "AND lease_slot = ", slot)),
+              0)
+        << "slot " << slot << " measured nothing";
+  }
+  // Pairs of measure tasks on different slots whose lives (queued to done) overlap.
+  EXPECT_GT(RawInt(db_, "SELECT count(*) FROM tasks a JOIN tasks b ON a.id < b.id "
+                        "WHERE a.kind = 'measure' AND b.kind = 'measure' AND a.lease_slot != b.lease_slot "
+                        "AND a.created_at < b.updated_at AND b.created_at < a.updated_at"),
+            0)
+      << "the two slots never measured at the same time";
+  ExpectNothingLostOrDoubled();
+}
+
 TEST_F(FleetTest, BuildOnlyWorkersFeedGpuWorkers) {
   ASSERT_TRUE(StartServer());
   WorkerProcess& builder = AddWorker("builder", {"--build-only", "--build-slots", "2"});
@@ -328,6 +352,16 @@ TEST_F(FleetTest, WorkerWhoseRunsKeepFailingIsQuarantined) {
   AddWorker("healthy");
   job.join();
   ExpectNothingLostOrDoubled();
+}
+
+// A GPU worker whose sandboxed runs could not read its artifacts stops before
+// registering (exit 4, the fix in its log) instead of failing every task.
+TEST_F(FleetTest, GpuWorkerWithAnUnreachableCacheDirectoryStopsAtStart) {
+  ASSERT_TRUE(StartServer());
+  WorkerProcess& w = AddWorker("gpu-unreachable", {}, {{"ANVIL_TEST_CACHE_UNREACHABLE", "1"}});
+  EXPECT_EQ(w.Wait(30), 4) << w.log();
+  EXPECT_NE(w.log().find("cannot read --cache-dir"), std::string::npos) << w.log();
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM workers"), 0);
 }
 
 TEST_F(FleetTest, ProblemOnAGpuNoWorkerHasIsUnavailable) {

@@ -7,6 +7,8 @@
 //   ANVIL_TEST_MEASURE_MS  wall time of each measured shape (default 0)
 //   ANVIL_TEST_BUILD_MS    wall time of each build (default 0)
 //   ANVIL_TEST_INFRA_FAIL  1: every measure fails as the node's fault
+//   ANVIL_TEST_CACHE_UNREACHABLE  1: the cache directory check fails (as for
+//                          a 0700 parent the sandbox's uid cannot search)
 // The test evaluator writes a real artifact per build (the candidate id) and
 // refuses to measure one whose bytes are not that candidate's.
 #include <unistd.h>
@@ -92,6 +94,10 @@ FleetWorkerComponents TestComponents() {
     return std::make_unique<TestSlotEvaluator>(tmp ? tmp : "/tmp");
   };
   c.versions = [] { return std::string("driver=test cuda=test cublas=test"); };
+  c.check_cache_dir = [](const std::string& dir) {
+    if (EnvInt("ANVIL_TEST_CACHE_UNREACHABLE", 0) != 1) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat("'", dir, "' is not reachable by the job's uid (test)"));
+  };
   return c;
 }
 

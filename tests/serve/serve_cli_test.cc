@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -128,6 +129,21 @@ TEST_F(ServeCliTest, ServerModePrintsWhatLocalModePrints) {
   EXPECT_EQ(unknown.code, 2) << unknown.out;
   CliRun needs_server = Cli("jobs");
   EXPECT_EQ(needs_server.code, 2) << needs_server.out;
+}
+
+// --gpu names the problems' device model: a server that measures on another
+// refuses the job (UNAVAILABLE, exit 3) and stores nothing; its own model runs.
+TEST_F(ServeCliTest, OptimizeForAGpuTheServerDoesNotHaveIsUnavailable) {
+  ASSERT_TRUE(server_->Start());
+  const std::string remote = absl::StrCat("--server ", server_->target());
+  CliRun other = Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --gpu B200"));
+  EXPECT_EQ(other.code, 3) << other.out;
+  EXPECT_NE(other.out.find("no evaluator for GPU B200"), std::string::npos) << other.out;
+  CliRun jobs = Cli(absl::StrCat(remote, " jobs"));
+  ASSERT_EQ(jobs.code, 0) << jobs.out;
+  EXPECT_EQ(std::count(jobs.out.begin(), jobs.out.end(), '\n'), 1) << jobs.out;  // the header only
+  CliRun own = Cli(absl::StrCat(remote, " optimize --shape 128x256x64 --gpu FAKE-GPU"));
+  EXPECT_EQ(own.code, 0) << own.out;
 }
 
 // export: the package written by the server (below its export.root) and by

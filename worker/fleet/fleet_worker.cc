@@ -269,6 +269,12 @@ absl::Status FleetWorker::Run() {
     absl::StatusOr<std::vector<v1::GpuInfo>> found = w.components.gpus();
     if (!found.ok()) return found.status();
     if (found->empty()) return absl::UnavailableError("no GPU on this node; use --build-only");
+    if (w.components.check_cache_dir) {
+      if (absl::Status st = w.components.check_cache_dir(w.options.cache_dir); !st.ok()) {
+        return absl::UnavailableError(absl::StrCat("the GPU slots' sandboxed runs cannot read --cache-dir: ",
+                                                   st.message()));
+      }
+    }
     gpus = *std::move(found);
   }
   std::vector<int> slots;

@@ -51,6 +51,10 @@ struct FleetWorkerComponents {
   std::function<absl::StatusOr<std::unique_ptr<CandidateEvaluator>>(int ordinal)> evaluator;
   // "driver=... cuda=... cublas=..." of this node; null: none known.
   std::function<std::string()> versions;
+  // Whether the sandboxed runs can read artifacts below the cache directory
+  // (checked before registering, so a worker that could measure nothing
+  // stops with the fix instead of failing every task); null: not checked.
+  std::function<absl::Status(const std::string& cache_dir)> check_cache_dir;
 };
 
 class FleetWorker {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "server/local_evaluator.h"
+#include "worker/build_cache.h"
 #include "worker/fleet/worker_main.h"
 
 namespace anvil {
@@ -68,6 +69,9 @@ FleetWorkerComponents LocalWorkerComponents() {
   FleetWorkerComponents c;
   c.gpus = CudaGpus;
   c.versions = Versions;
+  // The artifacts are loaded by the sandboxed runner: the build cache's rules
+  // (reachable by the sandbox's uid, not swappable by another user).
+  c.check_cache_dir = PrepareBuildCacheDir;
   c.evaluator = [](int ordinal) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
     LocalEvaluatorOptions o;
     o.device = ordinal < 0 ? 0 : ordinal;

@@ -12,8 +12,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+#include "worker/build_cache.h"
 
 namespace anvil {
 namespace {
@@ -28,10 +30,12 @@ std::string ReadToken(const std::string& file) {
   return std::string(absl::StripTrailingAsciiWhitespace(token));
 }
 
+// Beside the build cache (worker/build_cache.h): $ANVIL_CACHE/artifacts; for
+// root /var/tmp/anvil-0/artifacts (the sandbox's uid must read them).
 std::string DefaultCacheDir() {
-  if (const char* c = std::getenv("ANVIL_CACHE")) return absl::StrCat(c, "/artifacts");
-  if (const char* h = std::getenv("HOME")) return absl::StrCat(h, "/.cache/anvil/artifacts");
-  return "/tmp/anvil-artifacts";
+  if (const char* c = std::getenv("ANVIL_CACHE"); c && *c) return absl::StrCat(c, "/artifacts");
+  const std::string builds = DefaultBuildCacheDir();
+  return absl::StrCat(absl::StripSuffix(builds, "/builds"), "/artifacts");
 }
 
 }  // namespace
