@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -255,47 +256,71 @@ TEST_F(FleetTest, BuildOnlyWorkersFeedGpuWorkers) {
   ExpectNothingLostOrDoubled();
 }
 
+// Soak knobs: ANVIL_FLEET_SOAK_KILLS worker kills (default 12) and
+// ANVIL_FLEET_SOAK_SERVER_KILLS server kills (default 2); the jobs grow with
+// them. The counts and the store's check print as one line each:
+//   ANVIL_FLEET_SOAK_KILLS=1000 ANVIL_FLEET_SOAK_SERVER_KILLS=20 fleet_test --gtest_filter='*Killed*'
+int SoakKnob(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : fallback;
+}
+
 TEST_F(FleetTest, KilledWorkersTasksAreLeasedAgainNothingLostOrDoubled) {
-  ASSERT_TRUE(StartServer("1"));
+  const int target = SoakKnob("ANVIL_FLEET_SOAK_KILLS", 12);
+  const int every = target > 12 ? 1 : 4;  // polls between kills (a poll is about 0.1 s)
+  ASSERT_TRUE(StartServer("1", {{"ANVIL_TEST_CANDIDATES", absl::StrCat(std::max(6, target / 2))}}));
   std::map<std::string, std::string> slow = {{"ANVIL_TEST_MEASURE_MS", "150"}};
   for (int i = 0; i < 3; ++i) AddWorker(absl::StrCat("gpu-", i), {}, slow);
   std::mt19937 rng(11);
   int kills = 0, polls = 0;
   v1::OptimizeKernelRequest r = Request({"128x256x64", "256x256x64"});
-  v1::Job job = RunJob(r, [&] {
-    if (++polls % 4 != 0 || kills >= 12) return;
-    size_t victim = rng() % workers_.size();
-    workers_[victim]->KillAndReap();
-    ++kills;
-    workers_[victim]->Start(server_->target(), {}, slow);
-  });
+  v1::Job job = RunJob(
+      r,
+      [&] {
+        if (++polls % every != 0 || kills >= target) return;
+        size_t victim = rng() % workers_.size();
+        workers_[victim]->KillAndReap();
+        ++kills;
+        workers_[victim]->Start(server_->target(), {}, slow);
+      },
+      240 + target);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  const int64_t expired = RawInt(db_, "SELECT sum(expired_leases) FROM tasks");
-  std::printf("worker kills %d, leases expired and re-leased %lld\n", kills, static_cast<long long>(expired));
-  EXPECT_GT(kills, 3);
+  std::printf("worker kills %d; measure tasks %lld, done %lld; leases expired and re-leased %lld; "
+              "measurements stored %lld\n",
+              kills, static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure'")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done'")),
+              static_cast<long long>(RawInt(db_, "SELECT sum(expired_leases) FROM tasks")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")));
+  EXPECT_GT(kills, std::min(3, target - 1));
   ExpectNothingLostOrDoubled();
 }
 
 TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
-  ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
+  const int target = SoakKnob("ANVIL_FLEET_SOAK_SERVER_KILLS", 2);
+  const std::string candidates = absl::StrCat(std::max(30, 30 * target));
+  ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", candidates}}));
   AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
   AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
   int polls = 0, server_kills = 0;
   int64_t done_before = 0;
   v1::Job job = RunJob(Request({"128x256x64", "512x512x64"}), [&] {
-    if (++polls % 8 != 0 || server_kills >= 2) return;
+    if (++polls % 8 != 0 || server_kills >= target) return;
     server_->Kill(SIGKILL);
     server_->Wait(std::chrono::seconds(10));
     ++server_kills;
     done_before = RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'");
     EXPECT_EQ(RawText(db_, "PRAGMA integrity_check"), "ok");
     server_->KeepPort();  // the workers reconnect to the same port
-    ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", "30"}}));
+    ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", candidates}}));
     EXPECT_GE(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done'"), done_before)
         << "an acknowledged result was lost by the restart";
-  });
-  EXPECT_EQ(server_kills, 2);
+  }, 240 + 10 * target);
+  EXPECT_EQ(server_kills, target);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  std::printf("server kills %d; measure tasks %lld, done %lld; measurements stored %lld\n", server_kills,
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure'")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done'")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")));
   ExpectNothingLostOrDoubled();
 }
 
@@ -320,6 +345,39 @@ TEST_F(FleetTest, PausedWorkerPastItsLeaseHasItsLateResultRefused) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_GT(RawInt(db_, "SELECT sum(expired_leases) FROM tasks"), 0);
   ExpectNothingLostOrDoubled();
+}
+
+// Worker and server over TLS (a self-signed certificate the worker is given
+// as its roots); a worker that speaks plaintext to that port gets nowhere.
+TEST_F(FleetTest, WorkerOverTls) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl command here";
+  const std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
+  ASSERT_EQ(std::system(absl::StrCat("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                                     "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ", key,
+                                     " -out ", cert, " > /dev/null 2>&1").c_str()),
+            0);
+  ASSERT_TRUE(server_->Start({"--fleet-enabled", "true", "--fleet-lease-seconds", "2",
+                              "--fleet-heartbeat-seconds", "0.3", "--fleet-gpu", "FAKE-GPU",
+                              "--tls-cert-file", cert, "--tls-key-file", key}));
+  WorkerProcess& plain = AddWorker("gpu-plain");
+  AddWorker("gpu-tls", {"--tls-ca", cert});
+  ClientOptions o;
+  o.target = server_->target();
+  o.ca_file = cert;
+  o.tls = true;
+  std::string job_id;
+  auto c = *KernelSearchClient::Connect(o);
+  absl::Status st = c->OptimizeKernel(Request({"128x256x64"}), [&](const v1::JobProgress& p) {
+    job_id = p.job().id();
+    return true;
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  absl::StatusOr<v1::Job> job = c->GetJob(job_id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE result_worker NOT LIKE 'gpu-tls-%'"), 0);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM workers WHERE hostname = 'gpu-plain'"), 0);
+  EXPECT_EQ(plain.Wait(0), -1) << "the plaintext worker should still be retrying, not registered";
 }
 
 TEST_F(FleetTest, WorkerWithTheWrongTokenIsRefused) {

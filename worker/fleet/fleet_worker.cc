@@ -254,6 +254,22 @@ FleetWorker::~FleetWorker() = default;
 
 void FleetWorker::Stop() { impl_->stop = true; }
 
+namespace {
+
+// Plaintext, or TLS with the system's roots or those of options.tls_ca.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const FleetWorkerOptions& options) {
+  if (!options.tls && options.tls_ca.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca.empty()) {
+    std::ifstream in(options.tls_ca);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read --tls-ca ", options.tls_ca));
+    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
 absl::Status FleetWorker::Run() {
   Impl& w = *impl_;
   if (w.options.hostname.empty()) {
@@ -286,7 +302,9 @@ absl::Status FleetWorker::Run() {
     if (!e.ok()) return e.status();
     evaluators.push_back(*std::move(e));
   }
-  w.stub = v1::Fleet::NewStub(grpc::CreateChannel(w.options.server, grpc::InsecureChannelCredentials()));
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds = Credentials(w.options);
+  if (!creds.ok()) return creds.status();
+  w.stub = v1::Fleet::NewStub(grpc::CreateChannel(w.options.server, *creds));
   if (absl::Status st = w.Register(gpus); !st.ok()) return st;
   std::thread heartbeat([&w] { w.HeartbeatLoop(); });
   std::vector<std::thread> threads;

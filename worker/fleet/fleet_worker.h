@@ -36,6 +36,8 @@ namespace anvil {
 struct FleetWorkerOptions {
   std::string server;          // HOST:PORT of anvil serve
   std::string token;           // bearer token; empty: none
+  bool tls = false;            // TLS to the server instead of plaintext
+  std::string tls_ca;          // PEM roots for TLS; empty: the system's
   std::string hostname;        // empty: gethostname()
   bool build_only = false;     // no GPU: build tasks only
   int build_slots = 1;         // build-only: build tasks at once

@@ -56,6 +56,8 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   CLI::App app(absl::StrCat(program, ": lease build and measure tasks from anvil serve's fleet"));
   app.add_option("--server", o.server, "HOST:PORT of anvil serve (default: $ANVIL_SERVER)");
   app.add_option("--token-file", token_file, "bearer token file (default: $ANVIL_AUTH_TOKEN)");
+  app.add_flag("--tls", o.tls, "the server speaks TLS (system roots)");
+  app.add_option("--tls-ca", o.tls_ca, "PEM roots to trust for the server (implies --tls)");
   app.add_option("--hostname", o.hostname, "name shown for this node (default: the host name)");
   app.add_flag("--build-only", o.build_only, "no GPU: take build tasks only");
   app.add_option("--build-slots", o.build_slots, "--build-only: build tasks at once")->check(CLI::Range(1, 256));
@@ -70,6 +72,10 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   }
   if (o.server.empty()) {
     spdlog::error("{}: needs --server HOST:PORT (or $ANVIL_SERVER)", program);
+    return 2;
+  }
+  if (!o.tls_ca.empty() && !std::ifstream(o.tls_ca)) {
+    spdlog::error("{}: cannot read --tls-ca {}", program, o.tls_ca);
     return 2;
   }
   o.token = ReadToken(token_file);
