@@ -53,6 +53,7 @@ struct EvalArgs {
   int rounds = 0;                   // --rounds: interleaved timing rounds (0: runner default)
   int operand_sets = 0;             // --operand-sets: operand sets the samples rotate through (0: runner default)
   bool profile = false;             // --profile: hardware counters of it and the fastest baseline
+  bool graph_trace = false;         // --graph-trace: kernel time and gap per call in every graph replay
 };
 int RunEval(const Globals& g, const EvalArgs& a);
 

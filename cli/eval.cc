@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 
@@ -70,6 +71,37 @@ void PrintCounters(const v1::Measurement& m) {
   if (!m.profile_error().empty()) std::cout << "counters   " << m.profile_error() << "\n";
 }
 
+// The watched graph replays (--graph-trace; the candidate's always): per
+// implementation and regime, the figure beside the wall time per kernel of the
+// watched replay and how it splits into kernel and gap.
+void PrintGraphTrace(const v1::Measurement& m) {
+  const auto& p = m.profile();
+  auto get = [&p](const std::string& key) {
+    auto it = p.find(key);
+    return it == p.end() ? std::optional<double>() : std::optional<double>(it->second);
+  };
+  std::vector<std::pair<std::string, const v1::Timings*>> impls = {{"candidate", &m.timings()}};
+  for (const v1::Baseline& b : m.baselines()) impls.push_back({b.name(), &b.timings()});
+  bool header = false;
+  for (const bool cold : {false, true}) {
+    const std::string regime = cold ? "graph_cold" : "graph_hot";
+    for (const auto& [name, timings] : impls) {
+      std::optional<double> span = get(absl::StrCat(regime, "_trace_span_us.", name));
+      if (!span) continue;
+      if (!header) {
+        std::cout << absl::StrFormat("  %-20s %-6s %9s %9s %9s %9s\n", "graph trace (us/kernel)", "regime",
+                                     "figure", "span", "kernel", "gap");
+        header = true;
+      }
+      std::cout << absl::StrFormat(
+          "  %-20s %-6s %9.3f %9.3f %9.3f %9.3f\n", name, cold ? "cold" : "hot",
+          (cold ? timings->graph_cold() : timings->graph_hot()).median_us(), *span,
+          get(absl::StrCat(regime, "_trace_kernel_us.", name)).value_or(0),
+          get(absl::StrCat(regime, "_trace_gap_us.", name)).value_or(0));
+    }
+  }
+}
+
 void PrintMeasurement(const v1::Measurement& m) {
   std::cout << "problem    " << ShapeName(m.problem().shape()) << " " << LayoutName(m.problem().layout())
             << " on " << m.problem().gpu() << "\n";
@@ -100,6 +132,7 @@ void PrintMeasurement(const v1::Measurement& m) {
                                100 * m.efficiency(), m.sol_us(), 100 * m.timings().device().spread(),
                                m.graph_capturable() ? "yes" : "no", m.kernels_per_call());
   PrintCounters(m);
+  PrintGraphTrace(m);
 }
 
 absl::StatusOr<v1::Candidate> LoadCandidate(const EvalArgs& a) {
@@ -202,6 +235,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   options.protocol.set_rounds(a.rounds);
   options.protocol.set_operand_sets(a.operand_sets);
   options.protocol.set_profile_counters(a.profile);
+  options.protocol.set_graph_trace(a.graph_trace);
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(options);
   if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
   std::vector<absl::StatusOr<v1::Build>> builds = (*evaluator)->Build({*c});

@@ -86,6 +86,9 @@ int main(int argc, char** argv) {
   eval->add_option("--operand-sets", ev.operand_sets,
                    "operand sets (places in device memory) the samples rotate through (default 4)")
       ->check(CLI::Range(1, 16));
+  eval->add_flag("--graph-trace", ev.graph_trace,
+                 "watch one graph replay per regime of every implementation with CUPTI: kernel "
+                 "time and the gap between kernels per call");
   eval->add_flag("--profile", ev.profile,
                  "after timing, profile one call of it and of the fastest baseline with GPU "
                  "counters (CUPTI; the call is replayed once per pass)");

@@ -76,6 +76,8 @@ struct Conditions {
                            // every sample round
   bool regenerate = false;  // before each sample: the hot set's A and B rewritten, and in
                             // the cold regime L2 flushed (a memset over twice its size)
+  bool trace = false;  // after the samples, one more replay per implementation watched by
+                       // CUPTI: kernel duration and gap between kernels (stderr)
 };
 Conditions g_cond;
 
@@ -84,7 +86,18 @@ void CUPTIAPI CuptiBuffer(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
   *max_records = 0;
 }
-void CUPTIAPI CuptiDone(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
+// Kernel records (start, end in ns) delivered while tracing.
+std::vector<std::pair<uint64_t, uint64_t>> g_kernels;
+void CUPTIAPI CuptiDone(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (g_cond.trace && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      g_kernels.push_back({k->start, k->end});
+    }
+  }
+  std::free(buffer);
+}
 void CUPTIAPI CuptiApi(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 void CuptiActivity(bool on) {
@@ -272,6 +285,28 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// One replay watched by CUPTI: kernels, median duration, median gap from one
+// kernel's end to the next one's start (negative: overlap), wall time per
+// kernel. On stderr: trace,regime,impl,kernels,kernel_us,gap_us,span_us.
+void TraceReplay(Timer& t, cudaGraphExec_t exec, const char* regime, const char* impl) {
+  g_kernels.clear();
+  CuptiActivity(true);
+  CC_CHECK(cudaGraphLaunch(exec, t.stream));
+  CC_CHECK(cudaStreamSynchronize(t.stream));
+  CuptiActivity(false);  // flushes: the records are in g_kernels now
+  std::sort(g_kernels.begin(), g_kernels.end());
+  std::vector<double> dur, gap;
+  for (size_t i = 0; i < g_kernels.size(); ++i) {
+    dur.push_back((g_kernels[i].second - g_kernels[i].first) * 1e-3);
+    if (i) gap.push_back((double(g_kernels[i].first) - double(g_kernels[i - 1].second)) * 1e-3);
+  }
+  const double span = g_kernels.empty() ? 0
+                      : (double(g_kernels.back().second) - double(g_kernels.front().first)) * 1e-3 /
+                            double(g_kernels.size());
+  std::fprintf(stderr, "trace,%s,%s,%zu,%.3f,%.3f,%.3f\n", regime, impl, g_kernels.size(),
+               dur.empty() ? 0 : Median(dur), gap.empty() ? 0 : Median(gap), span);
+}
+
 // Largest |x - y| / max|y| between the candidate's and cuBLAS's outputs.
 double CompareOutputs(const anvil::crosscheck::Row& r, const Call& cand, const Call& ref, Timer& t) {
   const size_t nc = size_t(r.m) * r.n;
@@ -325,6 +360,7 @@ int Run(const anvil::crosscheck::Row& r) {
   };
   if (g_cond.audit || g_cond.finalize) g_cond.cupti = true;
   if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) AttachCupti(), CuptiActivity(true);
+  else if (g_cond.trace) AttachCupti();
   if (g_cond.audit) Callbacks(true);
   cudaStream_t side = nullptr;
   float* c32 = nullptr;
@@ -396,6 +432,14 @@ int Run(const anvil::crosscheck::Row& r) {
         us[i].push_back(t.SampleOf(graphs[i]));
       }
     }
+    if (g_cond.trace) {
+      const char* names[] = {"candidate", "cublas", "cublaslt_heuristic"};
+      for (size_t i = 0; i < graphs.size(); ++i) {
+        const std::string name = i < 3 ? names[i] : "cublaslt_auto_" + std::to_string(i - 3);
+        TraceReplay(t, graphs[i], cold ? "graph-cold" : "graph-hot", name.c_str());
+      }
+      if (g_cond.cupti_on) CuptiActivity(true);
+    }
     for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
     double lt_auto = 1e30;
     for (size_t i = 3; i < us.size(); ++i) lt_auto = std::min(lt_auto, Median(us[i]));
@@ -440,6 +484,9 @@ int main(int argc, char** argv) {
                "before every round (the runner's reference)");
   app.add_flag("--regenerate", g_cond.regenerate,
                "before each sample rewrite the hot set's A and B, and flush L2 in the cold regime");
+  app.add_flag("--trace", g_cond.trace,
+               "after the samples, one more replay per implementation watched by CUPTI: kernel "
+               "duration and gap between kernels (stderr: trace,regime,impl,kernels,kernel_us,gap_us,span_us)");
   app.add_flag("--per-impl-calls", g_cond.per_impl,
                "size N per implementation from its own eager call (runner), not one N for all");
   CLI11_PARSE(app, argc, argv);

@@ -16,10 +16,14 @@
 // CUPTI: a graph doing less than half the GPU work of its calls made eagerly
 // is a cheat (a call that launches only once per pointer triple would
 // otherwise time as 1/N of itself).
+// A watched replay also records where its time per call went (replay_trace.h);
+// with protocol.graph_trace every implementation's first replay per regime is
+// watched for that.
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "worker/runner/replay_trace.h"
 #include "worker/runner/session.h"
 
 namespace anvil::runner {
@@ -176,18 +180,35 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::Replay(GemmImpl& impl, co
   return Launch(impl, g, us);
 }
 
-// The candidate's replay watched by CUPTI (the launch only, not the input
-// generation): its GPU work against as many eager calls'.
-absl::StatusOr<std::optional<Failure>> ProblemSession::AuditReplay(const Graph& g, bool cold) {
+// One replay of implementation `index` watched by CUPTI (the launch only, not
+// the input generation): its kernels' durations and gaps go to the profile.
+// The records are returned for the candidate's audit.
+absl::StatusOr<std::optional<Failure>> ProblemSession::WatchedReplay(size_t index, const Graph& g,
+                                                                     bool cold,
+                                                                     std::vector<Activity>* acts) {
   CuptiMonitor& mon = *ctx_.monitor;
   ANVIL_RETURN_IF_ERROR(PrepareReplay(g, cold, 0));
   ANVIL_RETURN_IF_ERROR(mon.SetActivity(true));
   uint64_t t0 = mon.Now();
   double us = 0;
-  absl::StatusOr<std::optional<Failure>> f = Launch(*impls_[0], g, &us);
+  absl::StatusOr<std::optional<Failure>> f = Launch(*impls_[index], g, &us);
   uint64_t t1 = mon.Now();
   ANVIL_RETURN_IF_ERROR(mon.SetActivity(false));
-  std::vector<Activity> acts = mon.Take(t0, t1);
+  *acts = mon.Take(t0, t1);
+  if (!f.ok() || *f) return f;
+  const ReplayTrace t = SummariseReplay(*acts);
+  const std::string key = absl::StrCat(cold ? "graph_cold" : "graph_hot", "_trace_");
+  const std::string& impl = impls_[index]->name();
+  extra_profile_[absl::StrCat(key, "kernel_us.", impl)] = t.kernel_us;
+  extra_profile_[absl::StrCat(key, "gap_us.", impl)] = t.gap_us;
+  extra_profile_[absl::StrCat(key, "span_us.", impl)] = t.span_us;
+  return std::optional<Failure>();
+}
+
+// The candidate's watched replay: its GPU work against as many eager calls'.
+absl::StatusOr<std::optional<Failure>> ProblemSession::AuditReplay(const Graph& g, bool cold) {
+  std::vector<Activity> acts;
+  absl::StatusOr<std::optional<Failure>> f = WatchedReplay(0, g, cold, &acts);
   if (!f.ok() || *f) return f;
   double busy = 0;
   for (const Activity& a : acts) busy += a.us();
@@ -240,6 +261,11 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::GraphSamples(size_t index
     if (check && !audited) {
       audited = true;
       absl::StatusOr<std::optional<Failure>> f = AuditReplay(*g, cold);
+      if (!f.ok() || *f) return f;
+    } else if (!check && !audited && ctx_.protocol.graph_trace()) {
+      audited = true;
+      std::vector<Activity> acts;
+      absl::StatusOr<std::optional<Failure>> f = WatchedReplay(index, *g, cold, &acts);
       if (!f.ok() || *f) return f;
     }
     std::vector<double>& out = cold ? samples_[index].graph_cold : samples_[index].graph_hot;

@@ -177,6 +177,8 @@ class ProblemSession {
   absl::StatusOr<std::optional<Failure>> Launch(GemmImpl& impl, const Graph& g, double* us);
   absl::StatusOr<std::optional<Failure>> Replay(GemmImpl& impl, const Graph& g, bool cold,
                                                 int check, double* us);
+  absl::StatusOr<std::optional<Failure>> WatchedReplay(size_t index, const Graph& g, bool cold,
+                                                       std::vector<Activity>* acts);
   absl::StatusOr<std::optional<Failure>> AuditReplay(const Graph& g, bool cold);
   absl::StatusOr<std::optional<Failure>> GraphSamples(size_t index, bool check);
   absl::StatusOr<std::optional<Failure>> CheckColdOutput(int s);
