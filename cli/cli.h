@@ -128,6 +128,8 @@ int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
 // --out is a folder below the server's export.root; --problems is read here.
 int RunExportRemote(const Globals& g, const ExportArgs& a);
 int RunJobs(const Globals& g, const std::string& state, int limit);
+// The fleet's workers (--server); with clear_id, lift that worker's quarantine first.
+int RunWorkers(const Globals& g, const std::string& clear_id);
 int RunWatchRemote(const Globals& g, const WatchArgs& a);
 int RunCancel(const Globals& g, const std::string& job_id);
 // anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).

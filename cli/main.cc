@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
                "default: refuse (also $ANVIL_ALLOW_NO_ISOLATION=1)");
   if (const char* server = std::getenv("ANVIL_SERVER")) g.server = server;
   app.add_option("--server", g.server,
-                 "HOST:PORT of `anvil serve`: optimize, kernels, export, jobs, watch and cancel "
+                 "HOST:PORT of `anvil serve`: optimize, kernels, export, jobs, workers, watch and cancel "
                  "talk to it instead of the store (default: $ANVIL_SERVER)");
   app.add_option("--token-file", g.token_file, "bearer token for --server (default: $ANVIL_AUTH_TOKEN)");
   app.add_flag("--tls", g.tls, "--server speaks TLS (system roots)");
@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
   CLI::App* jobs = app.add_subcommand("jobs", "list the server's jobs, newest first (--server)");
   jobs->add_option("--state", jstate, "only queued, running, succeeded, failed or cancelled");
   jobs->add_option("--limit", jlimit, "most jobs listed (default 50)")->check(CLI::Range(1, 10000));
+  std::string clear_id;
+  CLI::App* workers = app.add_subcommand("workers", "list the fleet's workers: state, GPUs, throughput (--server)");
+  workers->add_option("--clear-quarantine", clear_id, "let this quarantined worker (its id) take tasks again");
   std::string cjob;
   CLI::App* cancel = app.add_subcommand("cancel", "stop a job; what it measured stays (--server)");
   cancel->add_option("job", cjob, "job id")->required();
@@ -149,7 +152,7 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
-  for (CLI::App* remote_only : {jobs, cancel}) {
+  for (CLI::App* remote_only : {jobs, cancel, workers}) {
     if (*remote_only && g.server.empty()) {
       std::cerr << "anvil " << remote_only->get_name() << ": needs --server HOST:PORT (or $ANVIL_SERVER)\n";
       return kUsage;
@@ -157,6 +160,7 @@ int main(int argc, char** argv) {
   }
   if (*optimize) return g.server.empty() ? RunOptimize(g, opt) : RunOptimizeRemote(g, opt);
   if (*jobs) return RunJobs(g, jstate, jlimit);
+  if (*workers) return RunWorkers(g, clear_id);
   if (*watch && !g.server.empty()) return RunWatchRemote(g, wa);
   if (*cancel) return RunCancel(g, cjob);
   if (*eval) return RunEval(g, ev);

@@ -1,7 +1,8 @@
 // The CLI as a client of `anvil serve` (--server HOST:PORT): optimize,
-// kernels, export, jobs, watch and cancel over gRPC instead of the store.
+// kernels, export, jobs, workers, watch and cancel over gRPC instead of the store.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -115,6 +116,39 @@ int RunCancel(const Globals& g, const std::string& job_id) {
   absl::StatusOr<v1::Job> job = (*client)->CancelJob(job_id);
   if (!job.ok()) return Fail(g, job.status());
   std::cout << (g.json ? ToJson(*job) : absl::StrCat(job->id(), " ", JobStateName(job->state()))) << "\n";
+  return kOk;
+}
+
+int RunWorkers(const Globals& g, const std::string& clear_id) {
+  absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
+  if (!client.ok()) return Report(client.status(), kUsage);
+  auto no_fleet = [&](const absl::Status& st) {
+    if (!absl::IsUnimplemented(st)) return Fail(g, st);
+    return Report(absl::UnavailableError(absl::StrCat(g.server, " runs no fleet (fleet.enabled is off)")),
+                  kUnavailable);
+  };
+  if (!clear_id.empty()) {
+    absl::StatusOr<v1::WorkerStatus> w = (*client)->ClearQuarantine(clear_id);
+    if (!w.ok()) return no_fleet(w.status());
+    if (!g.json) std::cout << "quarantine lifted: " << w->worker_id() << " (" << w->hostname() << ") is " << w->state() << "\n";
+  }
+  absl::StatusOr<v1::ListWorkersResponse> all = (*client)->ListWorkers();
+  if (!all.ok()) return no_fleet(all.status());
+  if (g.json) {
+    std::cout << ToJson(*all) << "\n";
+    return kOk;
+  }
+  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9s %9s %11s  %s\n", "worker", "host", "state", "GPUs",
+                               "builds/m", "measure/m", "heartbeat s", "quarantine reason");
+  for (const v1::WorkerStatus& w : all->workers()) {
+    std::map<std::string, int> models;
+    for (const v1::GpuInfo& gpu : w.gpus()) ++models[gpu.model()];
+    std::string gpus = models.empty() ? "build-only" : "";
+    for (const auto& [model, n] : models) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", n, "x", model);
+    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9.1f %9.1f %11.1f  %s\n", w.worker_id(), w.hostname(),
+                                 w.state(), gpus, w.builds_per_minute(), w.measures_per_minute(),
+                                 w.last_heartbeat_age_s(), w.quarantine_reason());
+  }
   return kOk;
 }
 

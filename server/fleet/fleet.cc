@@ -256,6 +256,16 @@ absl::StatusOr<v1::ListWorkersResponse> Fleet::ListWorkers() {
   return out;
 }
 
+absl::StatusOr<v1::WorkerStatus> Fleet::ClearQuarantine(const std::string& worker_id) {
+  if (absl::Status st = store_->ClearQuarantine(worker_id); !st.ok()) return st;
+  absl::StatusOr<v1::ListWorkersResponse> all = ListWorkers();
+  if (!all.ok()) return all.status();
+  for (const v1::WorkerStatus& w : all->workers()) {
+    if (w.worker_id() == worker_id) return w;
+  }
+  return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
+}
+
 absl::StatusOr<std::string> Fleet::Submit(const v1::Task& task, const std::string& gpu,
                                           const std::string& job_id) {
   TaskRecord t;

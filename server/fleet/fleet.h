@@ -58,6 +58,9 @@ class Fleet {
   absl::Status PutArtifact(const std::string& sha256, const std::string& data);
   absl::StatusOr<std::string> GetArtifact(const std::string& sha256);
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+  // An operator lifts a worker's quarantine; its status after. NotFound for
+  // an unknown worker.
+  absl::StatusOr<v1::WorkerStatus> ClearQuarantine(const std::string& worker_id);
 
   // Queues a task (RemoteEvaluator). `task` carries kind, candidate, problems.
   // Returns its id.

@@ -75,4 +75,9 @@ grpc::Status FleetService::ListWorkers(grpc::ServerContext* c, const v1::ListWor
   return Guarded(Authorize(*c), [&] { return Into(fleet_->ListWorkers(), out); });
 }
 
+grpc::Status FleetService::ClearQuarantine(grpc::ServerContext* c, const v1::ClearQuarantineRequest* r,
+                                           v1::WorkerStatus* out) {
+  return Guarded(Authorize(*c), [&] { return Into(fleet_->ClearQuarantine(r->worker_id()), out); });
+}
+
 }  // namespace anvil

@@ -40,6 +40,8 @@ class FleetService final : public v1::Fleet::Service {
                            v1::GetArtifactResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
+  grpc::Status ClearQuarantine(grpc::ServerContext* context, const v1::ClearQuarantineRequest* request,
+                               v1::WorkerStatus* response) override;
 
  private:
   absl::Status Authorize(const grpc::ServerContext& context) const;

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "anvil/v1/fleet.grpc.pb.h"
 #include "anvil/v1/kernel_search.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "server/rpc/status.h"
@@ -16,6 +17,7 @@ struct KernelSearchClient::Impl {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::KernelSearch::Stub> stub;
+  std::unique_ptr<v1::Fleet::Stub> fleet;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
 
   void Prepare(grpc::ClientContext& ctx, absl::Duration timeout) const {
@@ -25,10 +27,15 @@ struct KernelSearchClient::Impl {
 
   template <class Req, class Resp, class Call>
   absl::StatusOr<Resp> Unary(const Req& request, Call call) {
+    return UnaryOn<Req, Resp>(*stub, request, call);
+  }
+
+  template <class Req, class Resp, class Stub, class Call>
+  absl::StatusOr<Resp> UnaryOn(Stub& on, const Req& request, Call call) {
     grpc::ClientContext ctx;
     Prepare(ctx, options.timeout);
     Resp response;
-    grpc::Status st = (stub.get()->*call)(&ctx, request, &response);
+    grpc::Status st = (on.*call)(&ctx, request, &response);
     if (!st.ok()) return rpc::FromGrpc(st);
     return response;
   }
@@ -72,6 +79,7 @@ absl::StatusOr<std::unique_ptr<KernelSearchClient>> KernelSearchClient::Connect(
   impl->options = options;
   impl->channel = grpc::CreateCustomChannel(options.target, creds, args);
   impl->stub = v1::KernelSearch::NewStub(impl->channel);
+  impl->fleet = v1::Fleet::NewStub(impl->channel);
   impl->health = grpc::health::v1::Health::NewStub(impl->channel);
   return std::unique_ptr<KernelSearchClient>(new KernelSearchClient(std::move(impl)));
 }
@@ -112,6 +120,18 @@ absl::StatusOr<v1::Job> KernelSearchClient::CancelJob(const std::string& job_id)
 absl::StatusOr<v1::ListKernelsResponse> KernelSearchClient::ListKernels(const v1::ListKernelsRequest& r) {
   return impl_->Unary<v1::ListKernelsRequest, v1::ListKernelsResponse>(
       r, &v1::KernelSearch::Stub::ListKernels);
+}
+
+absl::StatusOr<v1::ListWorkersResponse> KernelSearchClient::ListWorkers() {
+  return impl_->UnaryOn<v1::ListWorkersRequest, v1::ListWorkersResponse>(
+      *impl_->fleet, v1::ListWorkersRequest(), &v1::Fleet::Stub::ListWorkers);
+}
+
+absl::StatusOr<v1::WorkerStatus> KernelSearchClient::ClearQuarantine(const std::string& worker_id) {
+  v1::ClearQuarantineRequest r;
+  r.set_worker_id(worker_id);
+  return impl_->UnaryOn<v1::ClearQuarantineRequest, v1::WorkerStatus>(*impl_->fleet, r,
+                                                                      &v1::Fleet::Stub::ClearQuarantine);
 }
 
 absl::StatusOr<v1::Kernel> KernelSearchClient::GetKernel(const v1::GetKernelRequest& r) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "anvil/v1/fleet.pb.h"
 #include "anvil/v1/kernel_search.pb.h"
 
 namespace anvil {
@@ -43,6 +44,9 @@ class KernelSearchClient {
   absl::StatusOr<v1::ListKernelsResponse> ListKernels(const v1::ListKernelsRequest& request);
   absl::StatusOr<v1::Kernel> GetKernel(const v1::GetKernelRequest& request);
   absl::StatusOr<v1::ExportLibraryResponse> ExportLibrary(const v1::ExportLibraryRequest& request);
+  // The Fleet service's operator calls (UNIMPLEMENTED: the server has no fleet).
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+  absl::StatusOr<v1::WorkerStatus> ClearQuarantine(const std::string& worker_id);
   // grpc.health.v1 Check for the KernelSearch service: true when SERVING.
   absl::StatusOr<bool> Serving();
 

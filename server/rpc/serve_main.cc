@@ -185,7 +185,9 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
                                             std::optional<v1::RunnerInfo> d = evaluator.device();
                                             return d ? d->gpu() : known;
                                           },
-                                          fleet->get()});
+                                          // the Fleet service only with fleet.enabled: a worker
+                                          // or `anvil workers` elsewhere is told UNIMPLEMENTED
+                                          options->fleet_enabled ? fleet->get() : nullptr});
   if (!server.ok()) return Fail(server.status(), 3);
   if (absl::Status st = WritePortFile(options->port_file, (*server)->port()); !st.ok()) return Fail(st, 1);
 

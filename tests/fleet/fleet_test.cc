@@ -110,6 +110,17 @@ std::string RawText(const std::string& db, const std::string& sql) {
   return v;
 }
 
+// A command's standard output and error.
+std::string Shell(const std::string& command) {
+  std::string out;
+  FILE* p = popen(absl::StrCat(command, " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -406,10 +417,23 @@ TEST_F(FleetTest, WorkerWhoseRunsKeepFailingIsQuarantined) {
   EXPECT_EQ(RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'"),
             "test: cudaErrorNoDevice before the candidate ran");
   EXPECT_EQ(RawText(db_, "SELECT state FROM workers WHERE hostname = 'sick'"), "quarantined");
+  // The operator sees it (`anvil workers`)...
+  const std::string remote = absl::StrCat(ANVIL_CLI, " --server ", server_->target(), " workers");
+  const std::string listed = Shell(remote);
+  EXPECT_NE(listed.find("quarantined"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("test: cudaErrorNoDevice before the candidate ran"), std::string::npos) << listed;
   // A healthy worker finishes the job.
   AddWorker("healthy");
   job.join();
   ExpectNothingLostOrDoubled();
+  // ... and lifts the quarantine: the worker's record is clean again.
+  const std::string id = RawText(db_, "SELECT id FROM workers WHERE hostname = 'sick'");
+  const std::string cleared = Shell(absl::StrCat(remote, " --clear-quarantine ", id));
+  EXPECT_NE(cleared.find("quarantine lifted: " + id), std::string::npos) << cleared;
+  EXPECT_EQ(RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'"), "");
+  EXPECT_EQ(RawInt(db_, "SELECT infra_failures FROM workers WHERE hostname = 'sick'"), 0);
+  const std::string unknown = Shell(absl::StrCat(remote, " --clear-quarantine no-such-worker"));
+  EXPECT_NE(unknown.find("no worker no-such-worker"), std::string::npos) << unknown;
 }
 
 // A GPU worker whose sandboxed runs could not read its artifacts stops before

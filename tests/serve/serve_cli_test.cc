@@ -146,6 +146,14 @@ TEST_F(ServeCliTest, OptimizeForAGpuTheServerDoesNotHaveIsUnavailable) {
   EXPECT_EQ(own.code, 0) << own.out;
 }
 
+// `anvil workers` against a server without the fleet says so (exit 3).
+TEST_F(ServeCliTest, WorkersOfAServerWithoutAFleet) {
+  ASSERT_TRUE(server_->Start());
+  CliRun w = Cli(absl::StrCat("--server ", server_->target(), " workers"));
+  EXPECT_EQ(w.code, 3) << w.out;
+  EXPECT_NE(w.out.find("runs no fleet (fleet.enabled is off)"), std::string::npos) << w.out;
+}
+
 // export: the package written by the server (below its export.root) and by
 // local mode from the same store print the same lines, and the same files.
 TEST_F(ServeCliTest, ExportPrintsTheSameLocallyAndFromTheServer) {
