@@ -50,6 +50,18 @@ absl::Status WriteBytes(const std::string& path, const std::string& data) {
   return absl::OkStatus();
 }
 
+// Plaintext, or TLS with the system's roots or those of options.tls_ca.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const FleetWorkerOptions& options) {
+  if (!options.tls && options.tls_ca.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca.empty()) {
+    std::ifstream in(options.tls_ca);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read --tls-ca ", options.tls_ca));
+    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 struct FleetWorker::Impl {
@@ -253,22 +265,6 @@ FleetWorker::FleetWorker(FleetWorkerOptions options, FleetWorkerComponents compo
 FleetWorker::~FleetWorker() = default;
 
 void FleetWorker::Stop() { impl_->stop = true; }
-
-namespace {
-
-// Plaintext, or TLS with the system's roots or those of options.tls_ca.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const FleetWorkerOptions& options) {
-  if (!options.tls && options.tls_ca.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  if (!options.tls_ca.empty()) {
-    std::ifstream in(options.tls_ca);
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read --tls-ca ", options.tls_ca));
-    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  return grpc::SslCredentials(ssl);
-}
-
-}  // namespace
 
 absl::Status FleetWorker::Run() {
   Impl& w = *impl_;
