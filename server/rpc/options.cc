@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "proto/figures.h"
 
 extern char** environ;
 
@@ -194,9 +195,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return bad("server.executor_threads, jobs.max_active_jobs, jobs.max_problems_per_job, "
                "jobs.max_watchers and jobs.build_chunk must be at least 1");
   }
-  if (o.default_figure != "device" && o.default_figure != "warm" && o.default_figure != "cold" &&
-      o.default_figure != "call") {
-    return bad("jobs.default_figure must be device, warm, cold or call");
+  if (!IsFigure(o.default_figure)) {
+    return bad("jobs.default_figure must be one of " + FigureList());
   }
   if (o.fleet_lease_seconds <= 0 || o.fleet_heartbeat_seconds <= 0 ||
       o.fleet_heartbeat_seconds >= o.fleet_lease_seconds || o.fleet_quarantine_after < 1) {

@@ -28,7 +28,7 @@ struct ServerOptions {
   // [jobs]
   int max_active_jobs = 64;      // jobs QUEUED or RUNNING at once; beyond: RESOURCE_EXHAUSTED
   int max_problems_per_job = 256;
-  std::string default_figure = "device";  // reward figure of a request that names none
+  std::string default_figure = "graph-cold";  // reward figure of a request that names none
   double default_wall_seconds = 3600;     // Budget.max_wall_seconds when a request leaves it 0
   double default_gpu_seconds = 0;         // Budget.max_gpu_seconds default (0: no limit)
   int default_candidates = 0;             // Budget.max_candidates default (0: no limit)
