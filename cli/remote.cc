@@ -130,7 +130,10 @@ int RunWorkers(const Globals& g, const std::string& clear_id) {
   if (!clear_id.empty()) {
     absl::StatusOr<v1::WorkerStatus> w = (*client)->ClearQuarantine(clear_id);
     if (!w.ok()) return no_fleet(w.status());
-    if (!g.json) std::cout << "quarantine lifted: " << w->worker_id() << " (" << w->hostname() << ") is " << w->state() << "\n";
+    if (!g.json) {
+      std::cout << "quarantine lifted: " << w->worker_id() << " (" << w->hostname() << ") is " << w->state()
+                << "\n";
+    }
   }
   absl::StatusOr<v1::ListWorkersResponse> all = (*client)->ListWorkers();
   if (!all.ok()) return no_fleet(all.status());
@@ -138,16 +141,16 @@ int RunWorkers(const Globals& g, const std::string& clear_id) {
     std::cout << ToJson(*all) << "\n";
     return kOk;
   }
-  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9s %9s %11s  %s\n", "worker", "host", "state", "GPUs",
-                               "builds/m", "measure/m", "heartbeat s", "quarantine reason");
+  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9s %9s %11s  %s\n", "worker", "host", "state",
+                               "GPUs", "builds/m", "measure/m", "heartbeat s", "quarantine reason");
   for (const v1::WorkerStatus& w : all->workers()) {
     std::map<std::string, int> models;
     for (const v1::GpuInfo& gpu : w.gpus()) ++models[gpu.model()];
     std::string gpus = models.empty() ? "build-only" : "";
     for (const auto& [model, n] : models) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", n, "x", model);
-    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9.1f %9.1f %11.1f  %s\n", w.worker_id(), w.hostname(),
-                                 w.state(), gpus, w.builds_per_minute(), w.measures_per_minute(),
-                                 w.last_heartbeat_age_s(), w.quarantine_reason());
+    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9.1f %9.1f %11.1f  %s\n", w.worker_id(),
+                                 w.hostname(), w.state(), gpus, w.builds_per_minute(),
+                                 w.measures_per_minute(), w.last_heartbeat_age_s(), w.quarantine_reason());
   }
   return kOk;
 }

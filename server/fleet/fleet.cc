@@ -300,40 +300,15 @@ absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id,
   }
 }
 
-std::vector<std::string> Fleet::GpuModels() {
-  std::vector<std::string> models;
+std::vector<v1::GpuInfo> Fleet::LiveGpus() {
+  std::vector<v1::GpuInfo> gpus;
   absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
-  if (!all.ok()) return models;
+  if (!all.ok()) return gpus;
   const int64_t now = NowMs();
   for (const WorkerRecord& w : *all) {
-    if (!Alive(w, now, LeaseMs())) continue;
-    for (const v1::GpuInfo& g : w.gpus) {
-      if (std::find(models.begin(), models.end(), g.model()) == models.end()) models.push_back(g.model());
-    }
+    if (Alive(w, now, LeaseMs())) gpus.insert(gpus.end(), w.gpus.begin(), w.gpus.end());
   }
-  return models;
-}
-
-std::optional<v1::GpuInfo> Fleet::AnyGpu() {
-  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
-  if (!all.ok()) return std::nullopt;
-  const int64_t now = NowMs();
-  for (const WorkerRecord& w : *all) {
-    if (Alive(w, now, LeaseMs()) && !w.gpus.empty()) return w.gpus.front();
-  }
-  return std::nullopt;
-}
-
-int Fleet::GpuSlots(const std::string& model) {
-  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
-  if (!all.ok()) return 0;
-  const int64_t now = NowMs();
-  int slots = 0;
-  for (const WorkerRecord& w : *all) {
-    if (!Alive(w, now, LeaseMs())) continue;
-    for (const v1::GpuInfo& g : w.gpus) slots += g.model() == model;
-  }
-  return slots;
+  return gpus;
 }
 
 }  // namespace anvil

@@ -69,11 +69,9 @@ class Fleet {
   // Blocks until the task is done (its accepted result) or the deadline
   // (DeadlineExceeded; the task stays queued).
   absl::StatusOr<v1::ReportResultRequest> Await(const std::string& task_id, absl::Time deadline);
-  // The GPU models of live, unquarantined workers, and the first one's facts.
-  std::vector<std::string> GpuModels();
-  std::optional<v1::GpuInfo> AnyGpu();
-  // The GPUs of `model` on live, unquarantined workers: the measure slots.
-  int GpuSlots(const std::string& model);
+  // The GPUs of live, unquarantined workers (one measure slot each), in the
+  // order the workers registered.
+  std::vector<v1::GpuInfo> LiveGpus();
 
   const FleetOptions& options() const { return options_; }
 

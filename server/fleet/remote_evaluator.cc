@@ -32,10 +32,9 @@ std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet,
 
 }  // namespace
 
-std::string RemoteEvaluator::Gpu() const {
+std::string RemoteEvaluator::Gpu(const std::vector<v1::GpuInfo>& live) const {
   if (!options_.gpu.empty()) return options_.gpu;
-  std::optional<v1::GpuInfo> g = fleet_->AnyGpu();
-  return g ? g->model() : "";
+  return live.empty() ? "" : live.front().model();
 }
 
 std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<v1::Candidate>& cs) {
@@ -59,7 +58,7 @@ std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<
 
 std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
     const std::vector<MeasureRequest>& requests) {
-  const std::string gpu = Gpu();
+  const std::string gpu = Gpu(fleet_->LiveGpus());
   std::vector<absl::StatusOr<MeasureResult>> out;
   if (gpu.empty()) {
     for (size_t i = 0; i < requests.size(); ++i) {
@@ -106,14 +105,18 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
 }
 
 int RemoteEvaluator::MeasureSlots() const {
-  const std::string gpu = Gpu();
-  return gpu.empty() ? 1 : std::max(1, fleet_->GpuSlots(gpu));
+  const std::vector<v1::GpuInfo> live = fleet_->LiveGpus();
+  const std::string gpu = Gpu(live);
+  const auto slots =
+      std::count_if(live.begin(), live.end(), [&gpu](const v1::GpuInfo& g) { return g.model() == gpu; });
+  return std::max<int>(1, static_cast<int>(slots));
 }
 
 std::optional<v1::RunnerInfo> RemoteEvaluator::device() const {
-  std::optional<v1::GpuInfo> g = fleet_->AnyGpu();
-  if (!g.has_value()) return std::nullopt;
-  if (!options_.gpu.empty() && g->model() != options_.gpu) return std::nullopt;
+  const std::vector<v1::GpuInfo> live = fleet_->LiveGpus();
+  const std::string gpu = Gpu(live);
+  auto g = std::find_if(live.begin(), live.end(), [&gpu](const v1::GpuInfo& x) { return x.model() == gpu; });
+  if (g == live.end()) return std::nullopt;
   v1::RunnerInfo info;
   info.set_gpu(g->model());
   info.set_arch(g->arch());

@@ -12,6 +12,7 @@
 #define ANVIL_SERVER_FLEET_REMOTE_EVALUATOR_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "server/evaluator.h"
@@ -41,7 +42,8 @@ class RemoteEvaluator final : public CandidateEvaluator {
   int MeasureSlots() const override;
 
  private:
-  std::string Gpu() const;
+  // The model measured on: options.gpu, else the first live GPU's ("": none).
+  std::string Gpu(const std::vector<v1::GpuInfo>& live) const;
 
   Fleet* fleet_;
   const RemoteEvaluatorOptions options_;
