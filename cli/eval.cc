@@ -73,7 +73,8 @@ void PrintCounters(const v1::Measurement& m) {
 
 // The watched graph replays (--graph-trace; the candidate's always): per
 // implementation and regime, the figure beside the wall time per kernel of the
-// watched replay and how it splits into kernel and gap.
+// watched replay, how it splits into kernel and gap, and the graph's
+// programmatic (PDL) edges per call.
 void PrintGraphTrace(const v1::Measurement& m) {
   const auto& p = m.profile();
   auto get = [&p](const std::string& key) {
@@ -89,15 +90,16 @@ void PrintGraphTrace(const v1::Measurement& m) {
       std::optional<double> span = get(absl::StrCat(regime, "_trace_span_us.", name));
       if (!span) continue;
       if (!header) {
-        std::cout << absl::StrFormat("  %-20s %-6s %9s %9s %9s %9s\n", "graph trace (us/kernel)", "regime",
-                                     "figure", "span", "kernel", "gap");
+        std::cout << absl::StrFormat("  %-20s %-6s %9s %9s %9s %9s %5s\n", "graph trace (us/kernel)",
+                                     "regime", "figure", "span", "kernel", "gap", "pdl");
         header = true;
       }
       std::cout << absl::StrFormat(
-          "  %-20s %-6s %9.3f %9.3f %9.3f %9.3f\n", name, cold ? "cold" : "hot",
+          "  %-20s %-6s %9.3f %9.3f %9.3f %9.3f %5.2f\n", name, cold ? "cold" : "hot",
           (cold ? timings->graph_cold() : timings->graph_hot()).median_us(), *span,
           get(absl::StrCat(regime, "_trace_kernel_us.", name)).value_or(0),
-          get(absl::StrCat(regime, "_trace_gap_us.", name)).value_or(0));
+          get(absl::StrCat(regime, "_trace_gap_us.", name)).value_or(0),
+          get(absl::StrCat(regime, "_programmatic_edges_per_call.", name)).value_or(0));
     }
   }
 }

@@ -46,7 +46,7 @@ double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figur
 
 bool PredatesFigure(const v1::Measurement& m, absl::string_view figure) {
   return m.verdict() == v1::VERDICT_PASSED && FigureUs(m.timings(), figure) <= 0 &&
-         m.graph_note() == kPredatesGraphTiming;
+         (m.graph_note() == kPredatesGraphTiming || m.graph_note() == kGraphFiguresWithdrawn);
 }
 
 }  // namespace anvil

@@ -44,8 +44,15 @@ double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figur
 // (the store's schema step 3 writes it into every older row).
 inline constexpr absl::string_view kPredatesGraphTiming =
     "measured before graph-replay timing: no graph figures";
-// A passed measurement taken before `figure` existed: it informs, but its
-// (candidate, problem) pair is to be measured again by that figure.
+// Measurement.graph_note of rows whose graph figures the store's schema step
+// 7 set aside: the two-stream runner read the vendor's graphs slow.
+#define ANVIL_GRAPH_FIGURES_WITHDRAWN                                               \
+  "graph figures withdrawn: timed by the two-stream runner, whose vendor graph " \
+  "times read up to 12% slow on short shapes (kept in graph_figures_before_7)"
+inline constexpr absl::string_view kGraphFiguresWithdrawn = ANVIL_GRAPH_FIGURES_WITHDRAWN;
+// A passed measurement taken before `figure` existed, or whose graph figures
+// were withdrawn: it informs, but its (candidate, problem) pair is to be
+// measured again by that figure.
 bool PredatesFigure(const v1::Measurement& m, absl::string_view figure);
 
 }  // namespace anvil

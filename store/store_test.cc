@@ -123,6 +123,63 @@ TEST(StoreOpenTest, VersionThreeKeepsOldRowsAndSaysTheyHaveNoGraphFigures) {
   EXPECT_FALSE(store->BestKernel(p, "graph-cold")->has_value());
 }
 
+// Version 7 sets aside the graph figures of the two-stream runner: the rows
+// keep their other figures and say why they have none, the figures stay in
+// graph_figures_before_7 and graph_samples_before_7, and the graph-regime
+// cuBLASLt choices are tuned again.
+TEST(StoreOpenTest, VersionSevenSetsAsideTheTwoStreamRunnersGraphFigures) {
+  TempDir dir;
+  const std::string path = dir.File("anvil.db");
+  const v1::Problem p = TestProblem(256, 128, 128);
+  ASSERT_TRUE(store_internal::CreateAtSchemaVersion(path, 6).ok());
+  RawExec(path,
+          "INSERT INTO problems (gpu, arch, m, n, k, layout, dtype) VALUES "
+          "('H100-SXM5-80GB', 'sm_90a', 256, 128, 128, 'nt', 'f16_f32acc');"
+          "INSERT INTO candidates VALUES ('c1', 'n', 's', '{}', 'seed', 'f', 'nt', '', 'sm_90a', 0);"
+          "INSERT INTO measurements (candidate_id, problem_id, verdict, reason, detail, rel_err, "
+          "exact_max_abs_err, device_median_us, device_min_us, device_p90_us, device_spread, "
+          "device_samples, sol_us, efficiency, graph_capturable, kernels_per_call, kernel_names, "
+          "streams_per_call, workspace_bytes, profile, gpu_uuid, worker, measured_at, seconds, "
+          "versions, verified, created_at, graph_hot_median_us, graph_cold_median_us, "
+          "graph_calls_hot, graph_note) VALUES ('c1', 1, 'passed', '', '', 0, 0, 1.8, 1.8, 1.9, "
+          "0.01, 6, 0.1, 0.05, 1, 1, '[]', 1, 0, '{}', 'GPU-1', 'w', 1, 1, 'cuda=13.0', 1, 1, "
+          "1.48, 1.82, 548, '');"
+          "INSERT INTO baselines (measurement_id, name, device_median_us, rel_err, kernels, "
+          "algo_index, graph_hot_median_us, graph_cold_median_us) VALUES "
+          "(1, 'cublas', 2.2, 0, 'k', -1, 2.35, 2.88);"
+          "INSERT INTO samples (measurement_id, baseline_id, device_us, graph_hot_us) VALUES "
+          "(1, NULL, x'000000000000F03F', x'0000000000000040');"
+          "INSERT INTO lt_algo_cache VALUES (1, '130100', 'device', x'61', 0);"
+          "INSERT INTO lt_algo_cache VALUES (1, '130100', 'graph-cold', x'62', 0);");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<StoredMeasurement> m = store->GetMeasurement(1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->measurement.timings().device().median_us(), 1.8);
+  EXPECT_FALSE(m->measurement.timings().has_graph_hot());
+  EXPECT_FALSE(m->measurement.timings().has_graph_cold());
+  ASSERT_EQ(m->measurement.baselines_size(), 1);
+  EXPECT_FALSE(m->measurement.baselines(0).timings().has_graph_cold());
+  EXPECT_EQ(m->measurement.graph_note(), kGraphFiguresWithdrawn);
+  EXPECT_TRUE(PredatesFigure(m->measurement, "graph-cold"));
+  EXPECT_FALSE(PredatesFigure(m->measurement, "device"));
+  EXPECT_EQ(RawInt(path, "SELECT count(*) FROM graph_figures_before_7"), 2);
+  EXPECT_EQ(RawText(path, "SELECT graph_cold_median_us FROM graph_figures_before_7 "
+                          "WHERE source = 'baseline' AND id = 1"),
+            "2.88");
+  EXPECT_EQ(RawInt(path, "SELECT graph_calls_hot FROM graph_figures_before_7 "
+                         "WHERE source = 'measurement'"),
+            548);
+  EXPECT_EQ(RawInt(path, "SELECT count(*) FROM graph_samples_before_7 "
+                         "WHERE graph_hot_us = x'0000000000000040'"),
+            1);
+  EXPECT_EQ(RawInt(path, "SELECT count(*) FROM samples WHERE graph_hot_us IS NOT NULL"), 0);
+  EXPECT_TRUE(store->GetLtAlgo(p, "130100", "device")->has_value());
+  EXPECT_FALSE(store->GetLtAlgo(p, "130100", "graph-cold")->has_value());
+  EXPECT_TRUE(store->BestKernel(p, "device")->has_value());
+  EXPECT_FALSE(store->BestKernel(p, "graph-cold")->has_value());
+}
+
 TEST(StoreOpenTest, MissingFileIsNotFound) {
   TempDir dir;
   const std::string path = dir.File("missing.db");

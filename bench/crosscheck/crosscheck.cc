@@ -65,6 +65,8 @@ struct Conditions {
   bool cupti_on = false;   // and kernel activity left on while timing
   bool audit = false;      // and API callbacks of both domains on around the eager calls
   bool finalize = false;   // and CUPTI detached (cuptiFinalize) before the graphs are made
+  bool early = false;      // CUPTI attached before the process's first CUDA call, so before
+                           // its context exists (as the runner attached it until 2026-11-27)
   bool cupti_toggle = false;  // and kernel activity switched on and off around one eager
                               // call before each round of samples, the graphs alive
   int replays = 10;        // replays between the two events
@@ -256,8 +258,14 @@ struct Timer {
       CC_CHECK(cudaGraphNodeGetType(n, &type));
       other += type != cudaGraphNodeTypeKernel;
     }
-    std::fprintf(stderr, "graph %s: %d calls, %zu nodes, %zu not kernels\n", cold ? "cold" : "hot",
-                 calls, nodes, other);
+    size_t edges = 0, programmatic = 0;
+    CC_CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges));
+    std::vector<cudaGraphNode_t> from(edges), to(edges);
+    std::vector<cudaGraphEdgeData> data(edges);
+    if (edges) CC_CHECK(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &edges));
+    for (const cudaGraphEdgeData& d : data) programmatic += d.type == cudaGraphDependencyTypeProgrammatic;
+    std::fprintf(stderr, "graph %s: %d calls, %zu nodes, %zu not kernels, %zu of %zu edges programmatic\n",
+                 cold ? "cold" : "hot", calls, nodes, other, programmatic, edges);
     cudaGraphExec_t exec;
     CC_CHECK(cudaGraphInstantiate(&exec, g, 0));
     CC_CHECK(cudaGraphDestroy(g));
@@ -329,6 +337,7 @@ double CompareOutputs(const anvil::crosscheck::Row& r, const Call& cand, const C
 }
 
 int Run(const anvil::crosscheck::Row& r) {
+  if (g_cond.early) AttachCupti(), g_cond.cupti = true;
   void* lib = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return std::fprintf(stderr, "cannot load %s: %s\n", r.library.c_str(), dlerror()), 2;
   auto gemm = reinterpret_cast<GemmFn>(dlsym(lib, "anvil_gemm"));
@@ -359,8 +368,13 @@ int Run(const anvil::crosscheck::Row& r) {
                           r.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
   if (g_cond.audit || g_cond.finalize) g_cond.cupti = true;
-  if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) AttachCupti(), CuptiActivity(true);
-  else if (g_cond.trace) AttachCupti();
+  const bool attached = g_cond.early;
+  if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) {
+    if (!attached) AttachCupti();
+    CuptiActivity(true);
+  } else if (g_cond.trace) {
+    AttachCupti();
+  }
   if (g_cond.audit) Callbacks(true);
   cudaStream_t side = nullptr;
   float* c32 = nullptr;
@@ -466,6 +480,8 @@ int main(int argc, char** argv) {
   app.add_flag("--cupti", g_cond.cupti,
                "attach CUPTI as the runner does: kernel activity on around the eager calls, "
                "off while timing");
+  app.add_flag("--cupti-early", g_cond.early,
+               "as --cupti, but CUPTI attached before the first CUDA call (before the context exists)");
   app.add_flag("--cupti-on", g_cond.cupti_on, "attach CUPTI and leave kernel activity on while timing");
   app.add_flag("--audit", g_cond.audit,
                "attach CUPTI with API callbacks of both domains on around the eager calls (the "

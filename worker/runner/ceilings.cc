@@ -28,17 +28,17 @@ std::string Uuid(const cudaUUID_t& u) {
   return s;
 }
 
-// Best time in ms of `reps` event-timed repetitions of `body`.
+// Best time in ms of `reps` event-timed repetitions of `body` on `stream`.
 template <typename F>
-absl::StatusOr<float> BestMs(int reps, F body) {
+absl::StatusOr<float> BestMs(cudaStream_t stream, int reps, F body) {
   cudaEvent_t e0, e1;
   ANVIL_CUDA(cudaEventCreate(&e0));
   ANVIL_CUDA(cudaEventCreate(&e1));
   float best = 1e30f;
   for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(e0);
+    cudaEventRecord(e0, stream);
     body();
-    cudaEventRecord(e1);
+    cudaEventRecord(e1, stream);
     ANVIL_CUDA(cudaEventSynchronize(e1));
     float ms = 0;
     cudaEventElapsedTime(&ms, e0, e1);
@@ -81,16 +81,16 @@ absl::StatusOr<Device> OpenDevice(int ordinal) {
   return d;
 }
 
-absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas) {
+absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas, cudaStream_t stream) {
   v1::Ceilings c;
   constexpr size_t kCopy = 512ull << 20;
   {
     absl::StatusOr<DeviceMemory> src = DeviceMemory::Allocate(kCopy);
     absl::StatusOr<DeviceMemory> dst = DeviceMemory::Allocate(kCopy);
     if (!src.ok() || !dst.ok()) return absl::ResourceExhaustedError("no memory for the copy ceiling");
-    ANVIL_CUDA(cudaMemset(src->get(), 1, kCopy));
-    absl::StatusOr<float> ms = BestMs(8, [&] {
-      cudaMemcpyAsync(dst->get(), src->get(), kCopy, cudaMemcpyDeviceToDevice);
+    ANVIL_CUDA(cudaMemsetAsync(src->get(), 1, kCopy, stream));
+    absl::StatusOr<float> ms = BestMs(stream, 8, [&] {
+      cudaMemcpyAsync(dst->get(), src->get(), kCopy, cudaMemcpyDeviceToDevice, stream);
     });
     if (!ms.ok()) return ms.status();
     c.set_bytes_per_s(2.0 * kCopy / (*ms * 1e-3));
@@ -101,11 +101,11 @@ absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas) {
   absl::StatusOr<DeviceMemory> b = DeviceMemory::Allocate(n * 2);
   absl::StatusOr<DeviceMemory> out = DeviceMemory::Allocate(n * 2);
   if (!a.ok() || !b.ok() || !out.ok()) return absl::ResourceExhaustedError("no memory for the FLOP ceiling");
-  ANVIL_CUDA(FillNormal(a->get<__half>(), n, 1, nullptr));
-  ANVIL_CUDA(FillNormal(b->get<__half>(), n, 2, nullptr));
+  ANVIL_CUDA(FillNormal(a->get<__half>(), n, 1, stream));
+  ANVIL_CUDA(FillNormal(b->get<__half>(), n, 2, stream));
   CublasGemm gemm(cublas, GemmShape{kN, kN, kN, v1::LAYOUT_NT});
-  absl::StatusOr<float> ms = BestMs(12, [&] {
-    gemm.Run(a->get<__half>(), b->get<__half>(), out->get<__half>(), nullptr);
+  absl::StatusOr<float> ms = BestMs(stream, 12, [&] {
+    gemm.Run(a->get<__half>(), b->get<__half>(), out->get<__half>(), stream);
   });
   if (!ms.ok()) return ms.status();
   c.set_flops_per_s(2.0 * kN * double(kN) * kN / (*ms * 1e-3));

@@ -29,7 +29,7 @@ std::string NormaliseGpuName(const std::string& name);
 
 // Peak dense fp16 rate (cuBLAS at 8192^3, best call) and device-to-device
 // copy bandwidth (bytes read plus written, best of several 512 MiB copies).
-absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas);
+absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas, cudaStream_t stream);
 
 // Installs the sandbox's runner seccomp filter (no sockets, processes,
 // ptrace or file writes from here on).

@@ -47,6 +47,8 @@ struct ProblemSession::AuditedOutcome {
 // One candidate call under full observation: CUPTI activity and API audit on,
 // its own stream synchronised first, then the output snapshotted before a
 // device-wide sync so work still running elsewhere shows as a difference.
+// The snapshot is a copy on the same stream, issued after that stream was
+// idle: the one copy there after `snap` is the runner's, not the candidate's.
 absl::StatusOr<ProblemSession::AuditedOutcome> ProblemSession::AuditedCall() {
   AuditedOutcome o;
   CuptiMonitor& mon = *ctx_.monitor;
@@ -60,26 +62,31 @@ absl::StatusOr<ProblemSession::AuditedOutcome> ProblemSession::AuditedCall() {
   o.sync_err = cudaStreamSynchronize(stream_);
   o.host_us = NowUs() - h0;
   ANVIL_RETURN_IF_ERROR(mon.SetAudit(false));
+  const uint64_t snap = mon.Now();
   if (o.sync_err == cudaSuccess) {
-    cudaMemcpyAsync(c_snap_.get(), c().data<void>(), c_n_ * 2, cudaMemcpyDeviceToDevice, side_);
-    cudaStreamSynchronize(side_);
+    cudaMemcpyAsync(c_snap_.get(), c().data<void>(), c_n_ * 2, cudaMemcpyDeviceToDevice, stream_);
+    cudaStreamSynchronize(stream_);
   }
   cudaError_t dev = cudaDeviceSynchronize();
   if (o.sync_err == cudaSuccess) o.sync_err = dev;
   uint64_t t1 = mon.Now();
   o.new_threads = CountThreads() - threads;
   o.audit = mon.TakeAudit();
+  bool snapshot_seen = false;
   for (Activity& a : mon.Take(t0, t1)) {
-    if (a.stream_id != side_id_) o.activities.push_back(std::move(a));
+    const bool snapshot = !snapshot_seen && a.kind == Activity::kMemcpy &&
+                          a.stream_id == stream_id_ && a.start_ns >= snap;
+    snapshot_seen = snapshot_seen || snapshot;
+    if (!snapshot) o.activities.push_back(std::move(a));
   }
   ANVIL_RETURN_IF_ERROR(mon.SetActivity(false));
   if (o.sync_err == cudaSuccess) {
     auto* count = counters_.get<unsigned long long>();
-    ANVIL_CUDA(cudaMemsetAsync(count, 0, sizeof(*count), side_));
-    ANVIL_CUDA(CountDiffs(c_snap_.get<__half>(), c().data<__half>(), c_n_, count, side_));
+    ANVIL_CUDA(cudaMemsetAsync(count, 0, sizeof(*count), stream_));
+    ANVIL_CUDA(CountDiffs(c_snap_.get<__half>(), c().data<__half>(), c_n_, count, stream_));
     unsigned long long diffs = 0;
-    ANVIL_CUDA(cudaMemcpyAsync(&diffs, count, sizeof(diffs), cudaMemcpyDeviceToHost, side_));
-    ANVIL_CUDA(cudaStreamSynchronize(side_));
+    ANVIL_CUDA(cudaMemcpyAsync(&diffs, count, sizeof(diffs), cudaMemcpyDeviceToHost, stream_));
+    ANVIL_CUDA(cudaStreamSynchronize(stream_));
     o.early_return = diffs > 0;
   }
   return o;
@@ -125,13 +132,13 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeCall(const AuditedOu
 
 absl::StatusOr<CompareStats> ProblemSession::CompareWithReference(const __half* c) {
   ANVIL_RETURN_IF_ERROR(ReferenceGemm(ctx_.cublas, shape_, a0_.get<__half>(), b0_.get<__half>(),
-                                      ref_.get<float>(), side_));
+                                      ref_.get<float>(), stream_));
   auto* stats = counters_.get<CompareStats>();
-  ANVIL_CUDA(cudaMemsetAsync(stats, 0, sizeof(CompareStats), side_));
-  ANVIL_CUDA(Compare(c, ref_.get<float>(), c_n_, stats, side_));
+  ANVIL_CUDA(cudaMemsetAsync(stats, 0, sizeof(CompareStats), stream_));
+  ANVIL_CUDA(Compare(c, ref_.get<float>(), c_n_, stats, stream_));
   CompareStats host{};
-  ANVIL_CUDA(cudaMemcpyAsync(&host, stats, sizeof(host), cudaMemcpyDeviceToHost, side_));
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(cudaMemcpyAsync(&host, stats, sizeof(host), cudaMemcpyDeviceToHost, stream_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   return host;
 }
 
@@ -139,19 +146,19 @@ absl::StatusOr<CompareStats> ProblemSession::CompareWithReference(const __half* 
 absl::StatusOr<std::optional<Failure>> ProblemSession::JudgeOutput(Inputs kind, double* rel_err,
                                                                    double* excess_err) {
   auto* count = counters_.get<unsigned long long>() + 64;
-  ANVIL_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(*count), side_));
+  ANVIL_CUDA(cudaMemsetAsync(count, 0, 2 * sizeof(*count), stream_));
   std::vector<const GuardedBuffer*> guarded;  // every operand set's
   for (const Operands& o : sets_) guarded.insert(guarded.end(), {&o.a, &o.b, &o.c});
   for (const GuardedBuffer* g : guarded) {
     for (auto [p, n] : {g->front_guard(), g->back_guard()}) {
-      ANVIL_CUDA(CountBytesNot(p, n, kGuardByte, count, side_));
+      ANVIL_CUDA(CountBytesNot(p, n, kGuardByte, count, stream_));
     }
   }
-  ANVIL_CUDA(CountDiffs(a().data<__half>(), a0_.get<__half>(), a_n_, count + 1, side_));
-  ANVIL_CUDA(CountDiffs(b().data<__half>(), b0_.get<__half>(), b_n_, count + 1, side_));
+  ANVIL_CUDA(CountDiffs(a().data<__half>(), a0_.get<__half>(), a_n_, count + 1, stream_));
+  ANVIL_CUDA(CountDiffs(b().data<__half>(), b0_.get<__half>(), b_n_, count + 1, stream_));
   unsigned long long host[2] = {0, 0};
-  ANVIL_CUDA(cudaMemcpyAsync(host, count, sizeof(host), cudaMemcpyDeviceToHost, side_));
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(cudaMemcpyAsync(host, count, sizeof(host), cudaMemcpyDeviceToHost, stream_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   if (host[0]) {
     return Failure{v1::VERDICT_INCORRECT, "guard_band_violation",
                    absl::StrCat(host[0], " bytes changed outside A, B or C")};
@@ -202,8 +209,8 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckOnce(Inputs kind, bo
     ANVIL_RETURN_IF_ERROR(Regenerate());
   } else {
     int max = kind == Inputs::kExact01 ? 1 : LargeSumsMax(shape_.k);
-    ANVIL_CUDA(FillIntegers(a().data<__half>(), a_n_, ++next_seed_, max, side_));
-    ANVIL_CUDA(FillIntegers(b().data<__half>(), b_n_, ++next_seed_, max, side_));
+    ANVIL_CUDA(FillIntegers(a().data<__half>(), a_n_, ++next_seed_, max, stream_));
+    ANVIL_CUDA(FillIntegers(b().data<__half>(), b_n_, ++next_seed_, max, stream_));
     ANVIL_RETURN_IF_ERROR(PoisonAndGuard());
   }
   absl::StatusOr<AuditedOutcome> o = AuditedCall();

@@ -104,6 +104,17 @@ void ProblemSession::CountNodes(cudaGraph_t graph, const std::string& impl, bool
   const std::string regime = cold ? "graph_cold" : "graph_hot";
   extra_profile_[absl::StrCat(regime, "_nodes_per_call.", impl)] = double(n) / calls;
   if (other) extra_profile_[absl::StrCat(regime, "_other_nodes_per_call.", impl)] = double(other) / calls;
+  // Edges that let a call start before the previous one ends (programmatic
+  // dependent launch), per call: 1 where every call overlaps its predecessor.
+  size_t e = 0;
+  if (cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &e) != cudaSuccess || e == 0) return;
+  std::vector<cudaGraphNode_t> from(e), to(e);
+  std::vector<cudaGraphEdgeData> data(e);
+  if (cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &e) != cudaSuccess) return;
+  int programmatic = 0;
+  for (size_t i = 0; i < e; ++i) programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
+  extra_profile_[absl::StrCat(regime, "_programmatic_edges_per_call.", impl)] =
+      double(programmatic) / calls;
 }
 
 absl::StatusOr<ProblemSession::Graph> ProblemSession::CaptureGraph(GemmImpl& impl, bool cold,
@@ -139,11 +150,11 @@ absl::StatusOr<ProblemSession::Graph> ProblemSession::CaptureGraph(GemmImpl& imp
 // Fresh inputs for every cold set, every C poisoned, set `check`'s inputs
 // copied aside for the reference; then L2 flushed.
 absl::Status ProblemSession::RegenerateCold(int check) {
-  ANVIL_CUDA(FillNormal(cold_.a.get<__half>(), cold_.a.bytes() / 2, ++next_seed_ * 0x9E37ull, side_));
-  ANVIL_CUDA(FillNormal(cold_.b.get<__half>(), cold_.b.bytes() / 2, ++next_seed_ * 0x9E37ull, side_));
-  ANVIL_CUDA(FillBits(cold_.c.get<__half>(), cold_.c.bytes() / 2, kPoisonBits, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), ColdA(check), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), ColdB(check), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));
+  ANVIL_CUDA(FillNormal(cold_.a.get<__half>(), cold_.a.bytes() / 2, ++next_seed_ * 0x9E37ull, stream_));
+  ANVIL_CUDA(FillNormal(cold_.b.get<__half>(), cold_.b.bytes() / 2, ++next_seed_ * 0x9E37ull, stream_));
+  ANVIL_CUDA(FillBits(cold_.c.get<__half>(), cold_.c.bytes() / 2, kPoisonBits, stream_));
+  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), ColdA(check), a_n_ * 2, cudaMemcpyDeviceToDevice, stream_));
+  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), ColdB(check), b_n_ * 2, cudaMemcpyDeviceToDevice, stream_));
   return FlushL2(static_cast<int>(next_seed_));
 }
 
@@ -290,12 +301,12 @@ void ProblemSession::ReleaseGraphs() {
 // Cold set `s` after a replay: its inputs unchanged, its C the product of them.
 absl::StatusOr<std::optional<Failure>> ProblemSession::CheckColdOutput(int s) {
   auto* count = counters_.get<unsigned long long>() + 64;
-  ANVIL_CUDA(cudaMemsetAsync(count, 0, sizeof(*count), side_));
-  ANVIL_CUDA(CountDiffs(ColdA(s), a0_.get<__half>(), a_n_, count, side_));
-  ANVIL_CUDA(CountDiffs(ColdB(s), b0_.get<__half>(), b_n_, count, side_));
+  ANVIL_CUDA(cudaMemsetAsync(count, 0, sizeof(*count), stream_));
+  ANVIL_CUDA(CountDiffs(ColdA(s), a0_.get<__half>(), a_n_, count, stream_));
+  ANVIL_CUDA(CountDiffs(ColdB(s), b0_.get<__half>(), b_n_, count, stream_));
   unsigned long long changed = 0;
-  ANVIL_CUDA(cudaMemcpyAsync(&changed, count, sizeof(changed), cudaMemcpyDeviceToHost, side_));
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(cudaMemcpyAsync(&changed, count, sizeof(changed), cudaMemcpyDeviceToHost, stream_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   if (changed) {
     return Failure{v1::VERDICT_INCORRECT, "input_modified",
                    absl::StrCat(changed, " elements of A or B changed in a graph-cold replay")};

@@ -153,6 +153,9 @@ int Main() {
   if (!lib.ok()) return Fail(2, std::string(lib.status().message()));
 
   RunnerContext ctx;
+  if (cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking) != cudaSuccess) {
+    return Fail(4, "cannot create the runner's stream");
+  }
   ctx.cublas = device->cublas;
   ctx.lt = device->lt;
   ctx.monitor = monitor->get();
@@ -167,7 +170,7 @@ int Main() {
   ctx.flush = std::move(*flush);
   ctx.ceilings = req.ceilings();
   if (ctx.ceilings.flops_per_s() <= 0 || ctx.ceilings.bytes_per_s() <= 0) {
-    absl::StatusOr<v1::Ceilings> c = MeasureCeilings(device->cublas);
+    absl::StatusOr<v1::Ceilings> c = MeasureCeilings(device->cublas, ctx.stream);
     if (!c.ok()) return Fail(4, std::string(c.status().message()));
     ctx.ceilings = *c;
     v1::RunnerEvent e;

@@ -24,8 +24,6 @@ ProblemSession::~ProblemSession() {
   impls_.clear();
   if (ev0_) cudaEventDestroy(ev0_);
   if (ev1_) cudaEventDestroy(ev1_);
-  if (stream_) cudaStreamDestroy(stream_);
-  if (side_) cudaStreamDestroy(side_);
 }
 
 absl::Status ProblemSession::Allocate() {
@@ -59,21 +57,17 @@ absl::Status ProblemSession::Allocate() {
   ANVIL_RETURN_IF_ERROR(plain(ref_, c_n_ * sizeof(float)));
   ANVIL_RETURN_IF_ERROR(plain(lt_ws_, kLtWorkspaceBytes));
   ANVIL_RETURN_IF_ERROR(plain(counters_, 4096));
-  ANVIL_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  ANVIL_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  stream_ = ctx_.stream;
   ANVIL_CUDA(cudaEventCreate(&ev0_));
   ANVIL_CUDA(cudaEventCreate(&ev1_));
   absl::StatusOr<uint32_t> sid = ctx_.monitor->StreamId(stream_);
   if (!sid.ok()) return sid.status();
   stream_id_ = *sid;
-  absl::StatusOr<uint32_t> side = ctx_.monitor->StreamId(side_);
-  if (!side.ok()) return side.status();
-  side_id_ = *side;
   // Every set's guards hold from the start: each check reads all of them, also
   // those of sets not used yet.
   for (const Operands& o : sets_) ANVIL_RETURN_IF_ERROR(Guard(o));
   ANVIL_RETURN_IF_ERROR(AllocateColdSets());
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   next_seed_ = ctx_.seed ^ (uint64_t(shape_.m) << 42) ^ (uint64_t(shape_.n) << 21) ^ shape_.k;
   return absl::OkStatus();
 }
@@ -116,8 +110,8 @@ absl::StatusOr<double> ProblemSession::SlowestBaselineCallUs() {
 }
 
 absl::Status ProblemSession::Regenerate() {
-  ANVIL_CUDA(FillNormal(a().data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, side_));
-  ANVIL_CUDA(FillNormal(b().data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, side_));
+  ANVIL_CUDA(FillNormal(a().data<__half>(), a_n_, ++next_seed_ * 0x9E37ull, stream_));
+  ANVIL_CUDA(FillNormal(b().data<__half>(), b_n_, ++next_seed_ * 0x9E37ull, stream_));
   return PoisonAndGuard();
 }
 
@@ -126,28 +120,28 @@ int ProblemSession::Call(GemmImpl& impl) {
 }
 
 absl::Status ProblemSession::FlushL2(int pattern) {
-  ANVIL_CUDA(cudaMemsetAsync(ctx_.flush.get(), pattern & 0xff, ctx_.flush.bytes(), side_));
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(cudaMemsetAsync(ctx_.flush.get(), pattern & 0xff, ctx_.flush.bytes(), stream_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 
-// Every guard byte of operand set `o` set (on the side stream).
+// Every guard byte of operand set `o` set.
 absl::Status ProblemSession::Guard(const Operands& o) {
   for (const GuardedBuffer* g : {&o.a, &o.b, &o.c}) {
     auto [front, fb] = g->front_guard();
     auto [back, bb] = g->back_guard();
-    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(front), kGuardByte, fb, side_));
-    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(back), kGuardByte, bb, side_));
+    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(front), kGuardByte, fb, stream_));
+    ANVIL_CUDA(cudaMemsetAsync(const_cast<char*>(back), kGuardByte, bb, stream_));
   }
   return absl::OkStatus();
 }
 
 absl::Status ProblemSession::PoisonAndGuard() {
   ANVIL_RETURN_IF_ERROR(Guard(sets_[set_]));
-  ANVIL_CUDA(FillBits(c().data<__half>(), c_n_, kPoisonBits, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a().data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, side_));
-  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b().data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, side_));
-  ANVIL_CUDA(cudaStreamSynchronize(side_));
+  ANVIL_CUDA(FillBits(c().data<__half>(), c_n_, kPoisonBits, stream_));
+  ANVIL_CUDA(cudaMemcpyAsync(a0_.get(), a().data<void>(), a_n_ * 2, cudaMemcpyDeviceToDevice, stream_));
+  ANVIL_CUDA(cudaMemcpyAsync(b0_.get(), b().data<void>(), b_n_ * 2, cudaMemcpyDeviceToDevice, stream_));
+  ANVIL_CUDA(cudaStreamSynchronize(stream_));
   return absl::OkStatus();
 }
 

@@ -37,6 +37,13 @@ struct RunnerContext {
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t lt = nullptr;
   CuptiMonitor* monitor = nullptr;
+  // The process's one stream: every call, the runner's own input generation,
+  // checks and copies, and the ceilings. Memsets on a second stream after the
+  // ceilings' large copies left every later launch in a CUDA graph about
+  // 0.17 us slower, which the vendor's kernels pay and ours (programmatic
+  // dependent launch) hide: short shapes' graph speedups read 4-12% high
+  // (bench/results/2026-11-27-launch-gap-h100.md).
+  cudaStream_t stream = nullptr;
   v1::RunnerProtocol protocol;  // defaults filled in
   v1::Ceilings ceilings;
   std::string gpu;              // normalised model name, for LtAlgo cache entries
@@ -206,8 +213,7 @@ class ProblemSession {
   size_t set_ = 0;                           // the current one
   DeviceMemory a0_, b0_, c_snap_, ref_, ws_, lt_ws_, counters_;
   size_t ws_bytes_ = 0;
-  cudaStream_t stream_ = nullptr;            // the caller's stream handed to every call
-  cudaStream_t side_ = nullptr;              // the runner's own, non-blocking
+  cudaStream_t stream_ = nullptr;            // ctx.stream: handed to every call, and the runner's own
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::vector<std::unique_ptr<GemmImpl>> impls_;  // [0] candidate, then baselines
   struct Samples {
@@ -229,7 +235,7 @@ class ProblemSession {
   ColdSets cold_;
   std::vector<ImplGraphs> graphs_;           // per impl
   std::map<std::string, double> extra_profile_;  // written into the measurement's profile
-  uint32_t stream_id_ = 0, side_id_ = 0;
+  uint32_t stream_id_ = 0;
   uint64_t next_seed_ = 0;
   int64_t free_before_ = 0;
   bool context_lost_ = false;
