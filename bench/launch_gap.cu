@@ -23,15 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cuda_check.h"
-
-#define BLAS_CHECK(x)                                                          \
-  do {                                                                         \
-    cublasStatus_t s_ = (x);                                                   \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      std::fprintf(stderr, "%s: %s\n", #x, cublasGetStatusString(s_));         \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
+#include "lt_util.h"
 
 namespace {
 
@@ -52,7 +44,7 @@ double NowMs() {
 
 void Gemm(Process& p) {
   const float one = 1, zero = 0;
-  BLAS_CHECK(cublasGemmEx(
+  LT_CHECK(cublasGemmEx(
       p.blas, CUBLAS_OP_N, CUBLAS_OP_N, g_n, g_m, g_k, &one, p.b, CUDA_R_16F, g_n, p.a, CUDA_R_16F,
       g_k, &zero, p.c, CUDA_R_16F, g_n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
@@ -123,8 +115,8 @@ void RunScenario(const std::string& name, const std::vector<std::string>& steps)
   Process p;
   CHECK(cudaSetDevice(0));
   CHECK(cudaStreamCreateWithFlags(&p.main, cudaStreamNonBlocking));
-  BLAS_CHECK(cublasCreate(&p.blas));
-  BLAS_CHECK(cublasSetStream(p.blas, p.main));
+  LT_CHECK(cublasCreate(&p.blas));
+  LT_CHECK(cublasSetStream(p.blas, p.main));
   CHECK(cudaMalloc(&p.a, size_t(g_m) * g_k * 2));
   CHECK(cudaMalloc(&p.b, size_t(g_n) * g_k * 2));
   CHECK(cudaMalloc(&p.c, size_t(g_m) * g_n * 2));

@@ -368,9 +368,8 @@ int Run(const anvil::crosscheck::Row& r) {
                           r.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
   if (g_cond.audit || g_cond.finalize) g_cond.cupti = true;
-  const bool attached = g_cond.early;
   if (g_cond.cupti || g_cond.cupti_on || g_cond.cupti_toggle) {
-    if (!attached) AttachCupti();
+    if (!g_cond.early) AttachCupti();  // --cupti-early attached it first thing
     CuptiActivity(true);
   } else if (g_cond.trace) {
     AttachCupti();
