@@ -201,13 +201,25 @@ void ScriptedLlmServer::Serve(int fd) {
     }
     return true;
   };
+  // A request stops counting as in flight before its last byte goes out: a
+  // client may send its next request as soon as it has read a whole reply, and
+  // must not be seen as over its concurrency limit for it.
+  bool counted = true;
+  auto done = [&] {
+    if (!counted) return;
+    counted = false;
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  };
   bool ok = wait(reply.delay) && !reply.drop;
   if (ok) {
     std::string head = StatusLine(reply.status);
     for (const auto& [k, v] : reply.headers) absl::StrAppend(&head, k, ": ", v, "\r\n");
     if (reply.events.empty()) {
       absl::StrAppend(&head, "Content-Length: ", reply.body.size(), "\r\nConnection: close\r\n\r\n");
-      ok = SendAll(fd, head) && SendAll(fd, reply.body);
+      ok = SendAll(fd, head);
+      done();
+      ok = ok && SendAll(fd, reply.body);
     } else {
       absl::StrAppend(&head, "Connection: close\r\n\r\n");  // the body ends when we close
       ok = SendAll(fd, head);
@@ -217,10 +229,9 @@ void ScriptedLlmServer::Serve(int fd) {
       }
     }
   }
+  done();
   shutdown(fd, SHUT_RDWR);
   close(fd);
-  absl::MutexLock lock(&mu_);
-  --in_flight_;
 }
 
 }  // namespace anvil::testing

@@ -339,21 +339,33 @@ TEST_F(FleetTest, PausedWorkerPastItsLeaseHasItsLateResultRefused) {
   ASSERT_TRUE(StartServer("1"));
   WorkerProcess& paused = AddWorker("paused", {}, {{"ANVIL_TEST_MEASURE_MS", "400"}});
   AddWorker("gpu-b", {}, {{"ANVIL_TEST_MEASURE_MS", "400"}});
-  int polls = 0;
-  bool stopped = false, resumed = false;
+  // Paused while it holds a measure lease (a network cut: no heartbeat, no
+  // report), resumed once the server has expired that lease. Driven by the
+  // store's state, not by time: a loaded machine polls slowly.
+  std::string held;  // the task the paused worker held
+  bool resumed = false;
+  auto resume_once_expired = [&] {
+    if (held.empty() || resumed) return;
+    if (RawInt(db_, absl::StrCat("SELECT expired_leases FROM tasks WHERE id = '", held, "'")) == 0) return;
+    paused.Signal(SIGCONT);
+    resumed = true;
+  };
   v1::Job job = RunJob(Request({"128x256x64"}), [&] {
-    ++polls;
-    if (!stopped && polls == 5) {
-      paused.Signal(SIGSTOP);  // a network cut: no heartbeat, no report
-      stopped = true;
-    } else if (stopped && !resumed && polls == 35) {  // ~3 s: past the 1 s lease
-      paused.Signal(SIGCONT);
-      resumed = true;
+    if (held.empty()) {
+      held = RawText(db_, "SELECT t.id FROM tasks t JOIN workers w ON t.lease_owner = w.id "
+                          "WHERE w.hostname = 'paused' AND t.state = 'leased' AND t.kind = 'measure' LIMIT 1");
+      if (!held.empty()) paused.Signal(SIGSTOP);
     }
+    resume_once_expired();
   });
-  EXPECT_TRUE(resumed);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_FALSE(held.empty()) << "the paused worker never held a measure lease";
+  for (int i = 0; i < 100 && !resumed; ++i) {  // the job may end first
+    resume_once_expired();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(resumed) << "the server never expired the paused worker's lease";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its late report arrives
   EXPECT_GT(RawInt(db_, "SELECT sum(expired_leases) FROM tasks"), 0);
   ExpectNothingLostOrDoubled();
 }
