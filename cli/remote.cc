@@ -127,29 +127,37 @@ int RunWorkers(const Globals& g, const std::string& clear_id) {
     return Report(absl::UnavailableError(absl::StrCat(g.server, " runs no fleet (fleet.enabled is off)")),
                   kUnavailable);
   };
+  absl::StatusOr<v1::ListWorkersResponse> all = (*client)->ListWorkers();
+  if (!all.ok()) return no_fleet(all.status());
   if (!clear_id.empty()) {
+    // Says whether there was a quarantine to lift (as `kubectl uncordon` says
+    // "already uncordoned"); the call is made either way and is idempotent.
+    bool was_quarantined = false;
+    for (const v1::WorkerStatus& w : all->workers()) {
+      if (w.worker_id() == clear_id) was_quarantined = w.state() == "quarantined";
+    }
     absl::StatusOr<v1::WorkerStatus> w = (*client)->ClearQuarantine(clear_id);
     if (!w.ok()) return no_fleet(w.status());
     if (!g.json) {
-      std::cout << "quarantine lifted: " << w->worker_id() << " (" << w->hostname() << ") is " << w->state()
-                << "\n";
+      std::cout << (was_quarantined ? "quarantine lifted: " : "not quarantined, nothing to lift: ")
+                << w->worker_id() << " (" << w->hostname() << ") is " << w->state() << "\n";
     }
+    all = (*client)->ListWorkers();
   }
-  absl::StatusOr<v1::ListWorkersResponse> all = (*client)->ListWorkers();
   if (!all.ok()) return no_fleet(all.status());
   if (g.json) {
     std::cout << ToJson(*all) << "\n";
     return kOk;
   }
-  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9s %9s %11s  %s\n", "worker", "host", "state",
-                               "GPUs", "builds/m", "measure/m", "heartbeat s", "quarantine reason");
+  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11s %9s %9s %11s  %s\n", "worker", "host", "state",
+                               "GPUs", "build slots", "builds/m", "measure/m", "heartbeat s", "quarantine reason");
   for (const v1::WorkerStatus& w : all->workers()) {
     std::map<std::string, int> models;
     for (const v1::GpuInfo& gpu : w.gpus()) ++models[gpu.model()];
-    std::string gpus = models.empty() ? "build-only" : "";
+    std::string gpus = models.empty() ? "-" : "";
     for (const auto& [model, n] : models) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", n, "x", model);
-    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %9.1f %9.1f %11.1f  %s\n", w.worker_id(),
-                                 w.hostname(), w.state(), gpus, w.builds_per_minute(),
+    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11d %9.1f %9.1f %11.1f  %s\n", w.worker_id(),
+                                 w.hostname(), w.state(), gpus, w.build_slots(), w.builds_per_minute(),
                                  w.measures_per_minute(), w.last_heartbeat_age_s(), w.quarantine_reason());
   }
   return kOk;

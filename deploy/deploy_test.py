@@ -93,6 +93,15 @@ class Kubernetes(unittest.TestCase):
         self.assertEqual(host, svc["metadata"]["name"])
         self.assertIn(int(port), [p["port"] for p in svc["spec"]["ports"]])
 
+    def test_worker_build_slots_fit_the_pods_cpu_request(self):
+        # The worker's default counts the node's cores, which the pod's
+        # limits do not cap: the manifest names its build slots.
+        (ds,) = by_kind(load("worker.yaml"), "DaemonSet")
+        (c,) = ds["spec"]["template"]["spec"]["containers"]
+        slots = int(c["args"][c["args"].index("--build-slots") + 1])
+        self.assertGreaterEqual(slots, 1)
+        self.assertLessEqual(slots, float(c["resources"]["requests"]["cpu"]))
+
     def test_both_mount_the_token_secret(self):
         (secret,) = by_kind(load("secret.yaml"), "Secret")
         self.assertIn("token", secret["stringData"])

@@ -186,6 +186,7 @@ absl::Status WriteTestSearch(Store& store, std::atomic<int64_t>& clock) {
   g.set_uuid("GPU-00000000-test");
   g.set_memory_bytes(int64_t(80) << 30);
   w.gpus.push_back(g);
+  w.build_jobs = 2;  // build slots beside the GPU
   w.versions = "cuda=13.0 cublas=13.1.0 driver=580.95";
   return store.UpsertWorker(w);
 }

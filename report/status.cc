@@ -77,7 +77,7 @@ absl::StatusOr<std::vector<LeaseInfo>> StoredLeases(Store& store) {
 json WorkersJson(const StatusSnapshot& snap, const std::vector<WorkerRecord>& workers, int64_t now) {
   json out = json::array();
   for (const WorkerRecord& w : workers) {
-    int builds = 0;  // build-slot leases (no GPU)
+    int builds = 0;  // build-slot leases
     for (const LeaseInfo& l : snap.leases) builds += l.worker_id == w.id && l.gpu_ordinal < 0;
     json gpus = json::array();
     for (const v1::GpuInfo& g : w.gpus) {
@@ -96,7 +96,8 @@ json WorkersJson(const StatusSnapshot& snap, const std::vector<WorkerRecord>& wo
                    {"versions", w.versions}, {"heartbeat_age_s", silent},
                    {"healthy", w.state == "alive" && w.quarantine_reason.empty() &&
                                    silent <= snap.heartbeat_timeout_s},
-                   {"quarantine", w.quarantine_reason}, {"build_leases", builds}, {"gpus", gpus}});
+                   {"quarantine", w.quarantine_reason}, {"build_leases", builds},
+                   {"build_slots", w.build_jobs}, {"gpus", gpus}});
   }
   return out;
 }

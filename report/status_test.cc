@@ -76,6 +76,7 @@ TEST_F(StatusTest, LeasesAndQuarantineComeFromTheFleetsStore) {
   json m = *BuildStatusModel(*store_, s);
   const json& worker = m["workers"][0];
   EXPECT_EQ(worker["build_leases"], 1);
+  EXPECT_EQ(worker["build_slots"], 2);
   ASSERT_FALSE(worker["gpus"][0]["lease"].is_null()) << worker.dump();
   EXPECT_EQ(worker["gpus"][0]["lease"]["candidate"], "cand-0123");
   EXPECT_EQ(worker["gpus"][0]["lease"]["job"], testing::kTestJob);

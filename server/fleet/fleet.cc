@@ -108,13 +108,15 @@ absl::StatusOr<WorkerRecord> Fleet::LiveWorker(const std::string& worker_id) {
   return w;
 }
 
-bool Fleet::BuildWorkerAlive() {
+bool Fleet::BuildSlotsAlive() {
   const int64_t now = NowMs();
   if (now - build_alive_checked_ms_ < 1000) return build_alive_;
   absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
   if (!all.ok()) return false;
   bool alive = false;
-  for (const WorkerRecord& w : *all) alive = alive || (w.gpus.empty() && Alive(w, now, LeaseMs()));
+  for (const WorkerRecord& w : *all) {
+    alive = alive || (w.build_jobs > 0 && w.quarantine_reason.empty() && Alive(w, now, LeaseMs()));
+  }
   build_alive_ = alive;
   build_alive_checked_ms_ = now;
   return alive;
@@ -139,7 +141,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
   const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
   while (true) {
     const uint64_t seen = Count(Event::kQueued);
-    q.take_builds = r.gpu_ordinal() < 0 || !BuildWorkerAlive();
+    q.take_builds = r.gpu_ordinal() < 0 || !BuildSlotsAlive();
     absl::StatusOr<std::optional<TaskRecord>> t = store_->LeaseTask(q);
     if (!t.ok()) return t.status();
     v1::LeaseResponse out;
@@ -252,6 +254,7 @@ absl::StatusOr<v1::ListWorkersResponse> Fleet::ListWorkers() {
     s->set_measures(w.measures);
     s->set_measures_per_minute(w.measure_seconds > 0 ? 60.0 * w.measures / w.measure_seconds : 0);
     s->set_last_heartbeat_age_s((now - w.last_heartbeat_unix_ms) / 1000.0);
+    s->set_build_slots(w.build_jobs);
   }
   return out;
 }

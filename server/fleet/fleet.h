@@ -78,7 +78,9 @@ class Fleet {
  private:
   Fleet(Store* store, FleetOptions options) : store_(store), options_(std::move(options)) {}
   absl::StatusOr<WorkerRecord> LiveWorker(const std::string& worker_id);
-  bool BuildWorkerAlive();
+  // Whether a live, unquarantined worker has build slots (then GPU slots
+  // only measure).
+  bool BuildSlotsAlive();
   // Two events: a task was queued (wakes one lease waiter per task, not all
   // of them: a hundred idle workers must not stampede the store) and a result
   // came in (wakes every Await).
@@ -88,7 +90,7 @@ class Fleet {
 
   Store* store_;
   const FleetOptions options_;
-  // BuildWorkerAlive's answer, kept for a second (every lease asks).
+  // BuildSlotsAlive's answer, kept for a second (every lease asks).
   std::atomic<int64_t> build_alive_checked_ms_{0};
   std::atomic<bool> build_alive_{false};
   absl::Mutex mu_;

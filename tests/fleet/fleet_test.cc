@@ -255,7 +255,7 @@ TEST_F(FleetTest, BuildOnlyWorkersFeedGpuWorkers) {
   WorkerProcess& builder = AddWorker("builder", {"--build-only", "--build-slots", "2"});
   (void)builder;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // registered before the GPU worker leases
-  AddWorker("gpu-a");
+  AddWorker("gpu-a", {"--build-slots", "0"});
   v1::Job job = RunJob(Request({"128x256x64"}), [] {});
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
   EXPECT_GT(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build'"), 0);
@@ -265,6 +265,45 @@ TEST_F(FleetTest, BuildOnlyWorkersFeedGpuWorkers) {
   EXPECT_GT(RawInt(db_, "SELECT builds FROM workers WHERE hostname = 'builder'"), 0);
   EXPECT_GT(RawInt(db_, "SELECT measures FROM workers WHERE hostname = 'gpu-a'"), 0);
   ExpectNothingLostOrDoubled();
+}
+
+// A GPU node builds on its own build slots (by default one per two cores) while
+// its GPU slot only measures; with --build-slots 0 and no other builder in the
+// fleet, its GPU slot builds.
+TEST_F(FleetTest, AGpuWorkerBuildsOnItsBuildSlotsWhileItsGpuMeasures) {
+  ASSERT_TRUE(StartServer());
+  AddWorker("gpu-node", {"--build-slots", "3"}, {{"ANVIL_TEST_BUILD_MS", "100"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // registered before the job asks
+  v1::Job job = RunJob(Request({"128x256x64"}), [] {});
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_EQ(RawInt(db_, "SELECT build_jobs FROM workers WHERE hostname = 'gpu-node'"), 3);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build' AND lease_slot >= 0"), 0)
+      << "the GPU slot built while the node had build slots";
+  EXPECT_GE(RawInt(db_, "SELECT count(DISTINCT lease_slot) FROM tasks WHERE kind = 'build'"), 2)
+      << "the build slots did not share the builds";
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build' AND lease_slot NOT IN (-1, -2, -3)"), 0);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND lease_slot != 0"), 0);
+  const std::string listed = Shell(absl::StrCat(ANVIL_CLI, " --server ", server_->target(), " workers"));
+  EXPECT_NE(listed.find("build slots"), std::string::npos) << listed;
+  ExpectNothingLostOrDoubled();
+}
+
+TEST_F(FleetTest, WithoutBuildSlotsInTheFleetTheGpuSlotBuilds) {
+  ASSERT_TRUE(StartServer());
+  AddWorker("gpu-only", {"--build-slots", "0"});
+  v1::Job job = RunJob(Request({"128x256x64"}), [] {});
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  EXPECT_GT(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build' AND state = 'done' AND lease_slot = 0"), 0);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'build' AND lease_slot != 0"), 0);
+  ExpectNothingLostOrDoubled();
+}
+
+// A build-only worker without a build slot is a usage error.
+TEST_F(FleetTest, ABuildOnlyWorkerWithoutBuildSlotsIsRefused) {
+  ASSERT_TRUE(StartServer());
+  WorkerProcess& w = AddWorker("nothing", {"--build-only", "--build-slots", "0"});
+  EXPECT_EQ(w.Wait(10), 2) << w.log();
+  EXPECT_NE(w.log().find("at least one build slot"), std::string::npos) << w.log();
 }
 
 // Soak knobs: ANVIL_FLEET_SOAK_KILLS worker kills (default 12) and
@@ -401,6 +440,7 @@ TEST_F(FleetTest, WorkerOverTls) {
   EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE result_worker NOT LIKE 'gpu-tls-%'"), 0);
   EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM workers WHERE hostname = 'gpu-plain'"), 0);
   EXPECT_EQ(plain.Wait(0), -1) << "the plaintext worker should still be retrying, not registered";
+  EXPECT_NE(plain.log().find("start this worker with --tls-ca FILE or --tls"), std::string::npos) << plain.log();
 }
 
 TEST_F(FleetTest, WorkerWithTheWrongTokenIsRefused) {
@@ -444,6 +484,8 @@ TEST_F(FleetTest, WorkerWhoseRunsKeepFailingIsQuarantined) {
   EXPECT_NE(cleared.find("quarantine lifted: " + id), std::string::npos) << cleared;
   EXPECT_EQ(RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'"), "");
   EXPECT_EQ(RawInt(db_, "SELECT infra_failures FROM workers WHERE hostname = 'sick'"), 0);
+  const std::string again = Shell(absl::StrCat(remote, " --clear-quarantine ", id));
+  EXPECT_NE(again.find("not quarantined, nothing to lift: " + id), std::string::npos) << again;
   const std::string unknown = Shell(absl::StrCat(remote, " --clear-quarantine no-such-worker"));
   EXPECT_NE(unknown.find("no worker no-such-worker"), std::string::npos) << unknown;
 }

@@ -95,20 +95,27 @@ absl::Status FleetWorker::Impl::Register(const std::vector<v1::GpuInfo>& gpus) {
   v1::RegisterWorkerRequest req;
   req.set_hostname(options.hostname);
   for (const v1::GpuInfo& g : gpus) *req.add_gpus() = g;
-  req.set_build_jobs(options.build_only ? options.build_slots : 0);
+  req.set_build_jobs(options.build_slots);
   req.set_versions(components.versions ? components.versions() : options.versions);
   v1::RegisterWorkerResponse resp;
-  // The server may not be up yet (a node booting with it): keep trying.
+  // The server may not be up yet (a node booting with it): keep trying, and
+  // say so at the first failure and every tenth after it.
   for (int attempt = 0;; ++attempt) {
     grpc::Status s = stub->RegisterWorker(Context(10).get(), req, &resp);
     if (s.ok()) break;
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return FromGrpc(s);
+    if (attempt % 10 == 0) {
+      spdlog::warn("anvil worker: cannot register with {} yet ({}); try {} of 61{}", options.server,
+                   s.error_message(), attempt + 1,
+                   options.tls ? "" : " (if the server has a TLS certificate, start this worker with --tls-ca FILE or --tls)");
+    }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   worker_id = resp.worker_id();
   heartbeat_s = resp.heartbeat_interval_s() > 0 ? resp.heartbeat_interval_s() : 5;
-  spdlog::info("anvil worker: registered as {} ({} GPUs{}; lease {} s, heartbeat {} s)", worker_id,
-               gpus.size(), options.build_only ? ", build-only" : "", resp.lease_timeout_s(), heartbeat_s);
+  spdlog::info("anvil worker: registered as {} ({} GPUs, {} build slots{}; lease {} s, heartbeat {} s)", worker_id,
+               gpus.size(), options.build_slots, options.build_only ? ", build-only" : "", resp.lease_timeout_s(),
+               heartbeat_s);
   return absl::OkStatus();
 }
 
@@ -289,9 +296,17 @@ absl::Status FleetWorker::Run() {
     }
     gpus = *std::move(found);
   }
+  if (w.options.build_slots < 0) {
+    w.options.build_slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  }
+  if (w.options.build_only && w.options.build_slots == 0) {
+    return absl::InvalidArgumentError("a build-only worker needs at least one build slot");
+  }
+  // GPU slots are their ordinals; build slot i is -(i + 1), so the task
+  // table tells the build slots apart.
   std::vector<int> slots;
   for (const v1::GpuInfo& g : gpus) slots.push_back(g.ordinal());
-  for (int i = 0; w.options.build_only && i < w.options.build_slots; ++i) slots.push_back(-1);
+  for (int i = 0; i < w.options.build_slots; ++i) slots.push_back(-(i + 1));
   std::vector<std::unique_ptr<CandidateEvaluator>> evaluators;
   for (int ordinal : slots) {
     absl::StatusOr<std::unique_ptr<CandidateEvaluator>> e = w.components.evaluator(ordinal);

@@ -1,8 +1,9 @@
 // FleetWorker: the worker daemon of the fleet (`anvil worker --server`,
 // `anvil-worker`). It registers its GPUs with the coordinator's Fleet service
 // (proto/anvil/v1/fleet.proto), runs one lease loop per GPU slot (each slot's
-// evaluator pinned to its GPU ordinal) or, with no GPU (--build-only), build
-// slots that take build tasks only; heartbeats its leases; and reports each
+// evaluator pinned to its GPU ordinal) and one per build slot (build tasks
+// only; a GPU node has them too, so its cores build while its GPUs measure;
+// --build-only: build slots alone); heartbeats its leases; and reports each
 // result, retrying until the server answers (reports are idempotent by task
 // id and attempt, so a retry never doubles a result).
 //
@@ -40,7 +41,10 @@ struct FleetWorkerOptions {
   std::string tls_ca;          // PEM roots for TLS; empty: the system's
   std::string hostname;        // empty: gethostname()
   bool build_only = false;     // no GPU: build tasks only
-  int build_slots = 1;         // build-only: build tasks at once
+  // Build tasks at once, beside the GPU slots. -1: one per two cores (as
+  // `anvil optimize --build-jobs`). 0 (GPU workers only): none; the GPU slots
+  // then build whenever no worker of the fleet has a build slot.
+  int build_slots = -1;
   std::string cache_dir;       // artifacts fetched or built, by SHA-256
   double lease_wait_s = 5;     // each Lease call waits this long for work
   std::string versions;        // "cuda=... cublas=... driver=..."
@@ -49,7 +53,8 @@ struct FleetWorkerOptions {
 struct FleetWorkerComponents {
   // This node's GPUs (empty with build_only).
   std::function<absl::StatusOr<std::vector<v1::GpuInfo>>()> gpus;
-  // An evaluator for one slot: a GPU ordinal, or -1 for a build slot.
+  // An evaluator for one slot: a GPU ordinal, or a negative number for a
+  // build slot (-1, -2, ...: build slot 0, 1, ...).
   std::function<absl::StatusOr<std::unique_ptr<CandidateEvaluator>>(int ordinal)> evaluator;
   // "driver=... cuda=... cublas=..." of this node; null: none known.
   std::function<std::string()> versions;

@@ -60,7 +60,10 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   app.add_option("--tls-ca", o.tls_ca, "PEM roots to trust for the server (implies --tls)");
   app.add_option("--hostname", o.hostname, "name shown for this node (default: the host name)");
   app.add_flag("--build-only", o.build_only, "no GPU: take build tasks only");
-  app.add_option("--build-slots", o.build_slots, "--build-only: build tasks at once")->check(CLI::Range(1, 256));
+  app.add_option("--build-slots", o.build_slots,
+                 "build tasks at once beside the GPU slots (default: one per two cores; 0: none, "
+                 "the GPU slots build when no worker of the fleet has a build slot)")
+      ->check(CLI::Range(0, 256));
   app.add_option("--cache-dir", o.cache_dir, "built and fetched artifacts, by SHA-256");
   app.add_option("--lease-wait", o.lease_wait_s, "seconds each lease call waits for work")
       ->check(CLI::Range(0.0, 60.0));
@@ -69,6 +72,10 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
     app.parse(argv_rev);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (o.build_only && o.build_slots == 0) {
+    spdlog::error("{}: --build-only needs at least one build slot", program);
+    return 2;
   }
   if (o.server.empty()) {
     spdlog::error("{}: needs --server HOST:PORT (or $ANVIL_SERVER)", program);
