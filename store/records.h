@@ -138,7 +138,7 @@ struct TaskRecord {
   int32_t attempt = 0;             // leases so far; the current lease's number
   int32_t expired_leases = 0;      // leases that ran out before a result came
   std::string lease_owner;         // worker id while leased
-  int32_t lease_slot = -1;         // the worker's GPU ordinal (-1: a build slot)
+  int32_t lease_slot = -1;         // the worker's GPU ordinal (negative: a build slot, -1, -2, ...)
   int64_t lease_expires_unix_ms = 0;
   std::string result;              // the accepted result, once done
   int32_t result_attempt = 0;      // the attempt whose result was accepted
