@@ -222,8 +222,7 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   }
   LocalEvaluatorOptions wo;
   wo.allow_no_isolation = g.allow_no_isolation;
-  wo.build_jobs = a.build_jobs > 0 ? a.build_jobs
-                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  wo.build_jobs = a.build_jobs > 0 ? a.build_jobs : DefaultBuildJobs();
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(wo);
   if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
   absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(DefaultSeedsDir(Toolchain::ExecutableDir()));

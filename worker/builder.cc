@@ -1,5 +1,6 @@
 #include "worker/builder.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,8 @@ v1::Build Failed(const v1::Candidate& c, v1::Verdict verdict, std::string error)
 }
 
 }  // namespace
+
+int DefaultBuildJobs() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2)); }
 
 Builder::Builder(BuilderOptions options)
     : options_(std::move(options)), cache_(options_.cache_dir) {

@@ -19,6 +19,10 @@
 
 namespace anvil {
 
+// Parallel builds when none are named: one per two cores, at least one
+// (`anvil optimize --build-jobs`, a fleet worker's --build-slots).
+int DefaultBuildJobs();
+
 struct BuilderOptions {
   Toolchain toolchain;
   std::string cache_dir;                          // build cache root (created)

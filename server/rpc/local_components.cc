@@ -2,7 +2,6 @@
 
 #include <cuda_runtime.h>
 
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -22,7 +21,7 @@ ServeComponents LocalServeComponents() {
           "); run anvil serve on a GPU node"));
     }
     LocalEvaluatorOptions wo;
-    wo.build_jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+    wo.build_jobs = DefaultBuildJobs();
     absl::StatusOr<std::unique_ptr<LocalEvaluator>> e = LocalEvaluator::Create(wo);
     if (!e.ok()) return e.status();
     return std::unique_ptr<CandidateEvaluator>(*std::move(e));

@@ -18,6 +18,7 @@
 #include "anvil/v1/fleet.grpc.pb.h"
 #include "proto/candidate.h"
 #include "spdlog/spdlog.h"
+#include "worker/builder.h"
 
 namespace anvil {
 namespace {
@@ -297,7 +298,7 @@ absl::Status FleetWorker::Run() {
     gpus = *std::move(found);
   }
   if (w.options.build_slots < 0) {
-    w.options.build_slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+    w.options.build_slots = DefaultBuildJobs();
   }
   if (w.options.build_only && w.options.build_slots == 0) {
     return absl::InvalidArgumentError("a build-only worker needs at least one build slot");

@@ -3,7 +3,6 @@
 #include <cublas_api.h>
 #include <cuda_runtime.h>
 
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -75,7 +74,7 @@ FleetWorkerComponents LocalWorkerComponents() {
   c.evaluator = [](int ordinal) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
     LocalEvaluatorOptions o;
     o.device = ordinal < 0 ? 0 : ordinal;
-    o.build_jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+    o.build_jobs = DefaultBuildJobs();
     absl::StatusOr<std::unique_ptr<LocalEvaluator>> e = LocalEvaluator::Create(o);
     if (!e.ok()) return e.status();
     return std::unique_ptr<CandidateEvaluator>(*std::move(e));

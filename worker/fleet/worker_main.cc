@@ -73,10 +73,6 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (o.build_only && o.build_slots == 0) {
-    spdlog::error("{}: --build-only needs at least one build slot", program);
-    return 2;
-  }
   if (o.server.empty()) {
     spdlog::error("{}: needs --server HOST:PORT (or $ANVIL_SERVER)", program);
     return 2;
@@ -96,6 +92,7 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   absl::Status st = worker.Run();
   if (!st.ok()) {
     spdlog::error("{}: {}", program, std::string(st.message()));
+    if (absl::IsInvalidArgument(st)) return 2;  // options that cannot work together
     return absl::IsUnavailable(st) && absl::StrContains(st.message(), "GPU") ? 4 : 3;
   }
   return 0;
