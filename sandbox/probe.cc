@@ -133,26 +133,6 @@ std::string FirstLine(const std::string& text) {
   return line.empty() ? std::string("(no output)") : line;
 }
 
-// The bubblewrap to use: the caller's, $ANVIL_SANDBOX_BWRAP, the one of the
-// bundle this program belongs to (deploy/layout.h), else the system's.
-void FindBwrap(const std::string& given, Capabilities* caps) {
-  const char* env = getenv("ANVIL_SANDBOX_BWRAP");
-  if (!given.empty()) {
-    caps->bwrap_path = given;
-    caps->bwrap_found_by = "caller";
-  } else if (env != nullptr && *env != '\0') {
-    caps->bwrap_path = FindExecutable("ANVIL_SANDBOX_BWRAP", {});
-    caps->bwrap_found_by = "ANVIL_SANDBOX_BWRAP";
-  } else if (const std::string own = deploy::Installed("bin/bwrap");
-             !own.empty() && access(own.c_str(), X_OK) == 0) {
-    caps->bwrap_path = own;
-    caps->bwrap_found_by = "bundle";
-  } else {
-    caps->bwrap_path = FindExecutable(nullptr, {"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"});
-    caps->bwrap_found_by = "system";
-  }
-}
-
 void ProbeNamespaces(const std::string& bwrap, Capabilities* caps,
                      std::vector<std::string>* why_not) {
   FindBwrap(bwrap, caps);
@@ -164,15 +144,6 @@ void ProbeNamespaces(const std::string& bwrap, Capabilities* caps,
                            : "namespaces: /usr/bin/true not found");
     return;
   }
-  Spec help;
-  help.argv = {caps->bwrap_path, "--help"};
-  help.work_dir = "/";
-  help.isolation = Isolation::kNone;
-  help.run_as_uid = geteuid();  // as the caller: "/" must never change owner
-  help.run_as_gid = getegid();
-  help.limits.wall_time = absl::Seconds(10);
-  absl::StatusOr<Result> h = RunWith(help, *caps);
-  caps->bwrap_disable_userns = h.ok() && absl::StrContains(h->stdout_text, "--disable-userns");
   absl::StatusOr<ScratchDir> dir = ScratchDir::Create(TempRoot(), "anvil-probe-");
   if (!dir.ok()) {
     why_not->push_back(absl::StrCat("namespaces: ", dir.status().message()));
@@ -190,11 +161,49 @@ void ProbeNamespaces(const std::string& bwrap, Capabilities* caps,
     caps->namespaces = true;
     return;
   }
-  why_not->push_back(absl::StrCat("namespaces: bwrap refused: ",
-                                  r.ok() ? FirstLine(r->stderr_text) : r.status().ToString()));
+  if (!r.ok()) {
+    why_not->push_back(absl::StrCat("namespaces: bwrap refused: ", r.status().ToString()));
+    return;
+  }
+  const std::string cause =
+      DiagnoseNamespaces(GatherNamespaceFacts(r->stderr_text, caps->bwrap_path));
+  const std::string said = FirstLine(r->stderr_text);
+  const char* stop = cause.empty() ? "" : absl::EndsWith(said, ".") ? " " : ". ";
+  why_not->push_back(absl::StrCat("namespaces: bwrap refused: ", said, stop, cause));
 }
 
 }  // namespace
+
+// The bubblewrap to use: the caller's, $ANVIL_SANDBOX_BWRAP, the one of the
+// bundle this program belongs to (deploy/layout.h), else the system's; and
+// whether it knows --disable-userns.
+void FindBwrap(const std::string& given, Capabilities* caps) {
+  const char* env = getenv("ANVIL_SANDBOX_BWRAP");
+  if (!given.empty()) {
+    caps->bwrap_path = given;
+    caps->bwrap_found_by = "caller";
+  } else if (env != nullptr && *env != '\0') {
+    caps->bwrap_path = FindExecutable("ANVIL_SANDBOX_BWRAP", {});
+    caps->bwrap_found_by = "ANVIL_SANDBOX_BWRAP";
+  } else if (const std::string own = deploy::Installed("bin/bwrap");
+             !own.empty() && access(own.c_str(), X_OK) == 0) {
+    caps->bwrap_path = own;
+    caps->bwrap_found_by = "bundle";
+  } else {
+    caps->bwrap_path = FindExecutable(nullptr, {"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"});
+    caps->bwrap_found_by = "system";
+  }
+  if (caps->bwrap_path.empty()) return;
+  Spec help;
+  help.argv = {caps->bwrap_path, "--help"};
+  help.work_dir = "/";
+  help.isolation = Isolation::kNone;
+  help.run_as_uid = geteuid();  // as the caller: "/" must never change owner
+  help.run_as_gid = getegid();
+  help.limits.wall_time = absl::Seconds(10);
+  absl::StatusOr<Result> h = RunWith(help, *caps);
+  caps->bwrap_disable_userns = h.ok() && absl::StrContains(h->stdout_text, "--disable-userns");
+}
 
 Capabilities ProbeUncached(const ProbeOptions& options) {
   Capabilities caps;

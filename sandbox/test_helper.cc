@@ -7,6 +7,11 @@
 //   fork-many N        fork N children that sleep; report how many forks worked
 //   open-many N        open /dev/null N times; report how many opens worked
 //   run-candidate SO   dlopen SO, install the filter, call its anvil_hostile()
+// and, for tests that reproduce a node's settings around it (deploy/):
+//   probe              what the sandbox's probe finds here: namespaces, why_not
+//   bwrap-argv DIR [gpu]  the bubblewrap command line of a job in DIR (a
+//                      runner's, with the GPU's nodes, /sys and the driver, with
+//                      "gpu"), one argument per line
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "sandbox/internal.h"
 #include "sandbox/sandbox.h"
 
 namespace {
@@ -156,6 +162,27 @@ int RunCandidate(const char* so) {
   return fn();
 }
 
+// The probe as the worker runs it, uncached and without logging, so stdout
+// holds only these lines.
+int PrintProbe() {
+  const anvil::sandbox::Capabilities c = anvil::sandbox::internal::ProbeUncached({});
+  std::printf("namespaces=%s\nbwrap=%s\nwhy_not=%s\n", c.namespaces ? "yes" : "no",
+              c.bwrap_path.c_str(), c.why_not.c_str());
+  return 0;
+}
+
+int PrintBwrapArgv(const char* dir, bool gpu) {
+  anvil::sandbox::Capabilities caps;
+  anvil::sandbox::internal::FindBwrap("", &caps);
+  anvil::sandbox::Spec spec;
+  spec.work_dir = dir;
+  spec.gpu = gpu;
+  for (const std::string& a : anvil::sandbox::internal::BwrapArgv(spec, caps, {"/usr/bin/true"})) {
+    std::printf("%s\n", a.c_str());
+  }
+  return caps.bwrap_path.empty() ? 1 : 0;
+}
+
 }  // namespace
 
 // Under -DANVIL_SANITIZE: LeakSanitizer's exit-time scan needs ptrace and spare
@@ -174,7 +201,11 @@ int main(int argc, char** argv) {
   if (mode == "fork-many") return ForkMany(arg);
   if (mode == "open-many") return OpenMany(arg);
   if (mode == "run-candidate" && argc > 2) return RunCandidate(argv[2]);
+  if (mode == "probe") return PrintProbe();
+  if (mode == "bwrap-argv" && argc > 2) {
+    return PrintBwrapArgv(argv[2], argc > 3 && std::string(argv[3]) == "gpu");
+  }
   std::fprintf(stderr, "usage: %s seccomp|connect PORT|fds|fork-many N|open-many N|"
-               "run-candidate SO\n", argv[0]);
+               "run-candidate SO|probe|bwrap-argv DIR [gpu]\n", argv[0]);
   return 2;
 }
