@@ -2,11 +2,13 @@
 """Checks the deployment files for what can be checked without a cluster:
 the Kubernetes manifests parse and hang together (one server replica with its
 store on a PVC, probes on the gRPC port, the worker DaemonSet asking for
-nvidia.com/gpu, the token Secret they mount, Services selecting the pods),
-the systemd units pass `systemd-analyze verify` (when present) and keep what
-the sandbox needs, and every bundle path the container recipes and units name
-is one the bundle has (the built bundle when given, else deploy/bundle's
-layout).  Usage: deploy_test.py [BUNDLE_DIR]"""
+nvidia.com/gpu, the token Secret they mount, Services selecting the pods,
+the worker pod set up so the sandbox can make its namespaces and mount a
+fresh /proc), the systemd units pass `systemd-analyze verify` (when present),
+the worker's unit sets none of the directives bubblewrap cannot live with
+(deploy/bwrap_boot_test.py boots it under each), and every bundle path the
+container recipes and units name is one the bundle has (the built bundle
+when given, else deploy/bundle's layout).  Usage: deploy_test.py [BUNDLE_DIR]"""
 import os
 import re
 import shutil
@@ -15,6 +17,8 @@ import sys
 import unittest
 
 import yaml
+
+import unit_effects
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = sys.argv.pop(1) if len(sys.argv) > 1 else ""
@@ -102,6 +106,26 @@ class Kubernetes(unittest.TestCase):
         self.assertGreaterEqual(slots, 1)
         self.assertLessEqual(slots, float(c["resources"]["requests"]["cpu"]))
 
+    def test_worker_pod_lets_the_sandbox_make_namespaces_and_mount_proc(self):
+        (ds,) = by_kind(load("worker.yaml"), "DaemonSet")
+        pod = ds["spec"]["template"]["spec"]
+        (c,) = pod["containers"]
+        sc = c["securityContext"]
+        # A fresh /proc in bubblewrap's namespaces needs an unmasked one; the
+        # API allows Unmasked only in a user namespace of the pod's own.
+        self.assertEqual(sc["procMount"], "Unmasked")
+        self.assertIs(pod["hostUsers"], False)
+        # The runtime's default seccomp and AppArmor profiles refuse namespaces and mounts.
+        self.assertIn(sc["seccompProfile"]["type"], ("Unconfined", "Localhost"))
+        self.assertIn(sc["appArmorProfile"]["type"], ("Unconfined", "Localhost"))
+        # Unprivileged otherwise: bubblewrap's capabilities live in its own namespaces.
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertFalse(sc.get("privileged", False))
+        self.assertIs(pod["securityContext"]["runAsNonRoot"], True)
+        for shared in ("hostPID", "hostIPC", "hostNetwork"):  # refused with hostUsers: false
+            self.assertFalse(pod.get(shared, False), shared)
+
     def test_both_mount_the_token_secret(self):
         (secret,) = by_kind(load("secret.yaml"), "Secret")
         self.assertIn("token", secret["stringData"])
@@ -115,6 +139,13 @@ class Kubernetes(unittest.TestCase):
             self.assertEqual(vols[mount["name"]]["secret"]["secretName"], secret["metadata"]["name"])
             token_path = c["args"][c["args"].index(flag) + 1]
             self.assertEqual(token_path, mount["mountPath"] + "/token")
+
+
+# Directives under which the sandbox cannot work, each with its reason in
+# the worker unit's header.
+SANDBOX_CANNOT_RUN_UNDER = ("ProtectKernelTunables", "ProtectKernelLogs", "ProtectHostname", "ProcSubset",
+                            "RestrictNamespaces", "SystemCallFilter", "PrivateDevices", "ProtectClock",
+                            "MemoryDenyWriteExecute", "PrivateUsers")
 
 
 class Systemd(unittest.TestCase):
@@ -134,12 +165,26 @@ class Systemd(unittest.TestCase):
                      if l.strip() and not re.search(r"Command /opt/anvil/bin/\S+ is not executable", l)]
             self.assertEqual(lines, [], unit)
 
-    def test_worker_keeps_what_the_sandbox_needs(self):
-        w = self.read("anvil-worker.service")
-        for forbidden in ("RestrictNamespaces=yes", "PrivateDevices=yes", "MemoryDenyWriteExecute=yes",
-                          "PrivateUsers=yes"):
-            self.assertNotIn(forbidden, w)
-        self.assertIn("NoNewPrivileges=yes", w)
+    def settings(self, unit):
+        return dict(unit_effects.unit_settings(os.path.join(HERE, "systemd", unit)))
+
+    def test_worker_sets_nothing_bubblewrap_cannot_live_with(self):
+        w = self.settings("anvil-worker.service")
+        for key in SANDBOX_CANNOT_RUN_UNDER:
+            self.assertNotIn(key, w, f"anvil-worker.service: {key}= (see the unit's header)")
+        self.assertEqual(w["NoNewPrivileges"], "yes")
+        # bubblewrap brings up the job's loopback over netlink.
+        self.assertIn("AF_NETLINK", w["RestrictAddressFamilies"].split())
+        # 4: the node cannot work (no GPU, no isolation); restarting cannot help.
+        self.assertIn("4", w["RestartPreventExitStatus"].split())
+
+    def test_server_stays_confined_tightly(self):
+        # The server never runs candidates: what the worker leaves out, it keeps.
+        s = self.settings("anvil-server.service")
+        for key in ("ProtectKernelTunables", "ProtectKernelLogs", "ProtectHostname", "RestrictNamespaces",
+                    "PrivateDevices", "MemoryDenyWriteExecute", "ProtectClock"):
+            self.assertEqual(s.get(key), "yes", key)
+        self.assertEqual(s.get("SystemCallFilter"), "@system-service")
 
     def test_units_name_bundle_paths(self):
         for unit in self.UNITS:
@@ -160,6 +205,12 @@ class Containers(unittest.TestCase):
                 self.assertTrue(rel == "" or in_bundle(rel), f"{name}: {src} is not in the bundle")
             for path in re.findall(r"/opt/anvil/([\w./-]+)", recipe):
                 self.assertTrue(in_bundle(path) or path.startswith("lib/"), f"{name}: /opt/anvil/{path}")
+
+    def test_worker_recipe_names_what_the_sandbox_needs_from_the_runtime(self):
+        wrk = text("container", "Containerfile.worker")
+        for opt in ("seccomp=unconfined", "apparmor=unconfined", "unmask=ALL", "systempaths=unconfined",
+                    "--device nvidia.com/gpu=all"):
+            self.assertIn(opt, wrk)
 
     def test_server_image_is_debian_and_worker_image_is_cuda(self):
         srv = text("container", "Containerfile.server")
