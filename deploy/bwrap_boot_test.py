@@ -78,6 +78,17 @@ class Machine:
     scratch = ""
 
     @classmethod
+    def tool(cls, path):
+        """Where a program runs from under the reproduced settings: outside
+        /usr it is copied into the scratch directory, which they leave
+        visible (PrivateTmp= and ProtectHome= hide a build tree in /tmp or /home)."""
+        return path if path.startswith("/usr/") else os.path.join(cls.scratch, "bin", os.path.basename(path))
+
+    @classmethod
+    def copies(cls):
+        return {cls.tool(p): p for p in (cls.bwrap, cls.helper) if p and cls.tool(p) != p}
+
+    @classmethod
     def argv(cls, gpu=False):
         """The sandbox's bubblewrap command line for a job (sandbox/bwrap.cc),
         from the helper when there is one, else the same flags written here."""
@@ -85,10 +96,10 @@ class Machine:
         if cls.helper:
             out = subprocess.run([cls.helper, "bwrap-argv", work] + (["gpu"] if gpu else []),
                                  capture_output=True, text=True, env={"ANVIL_SANDBOX_BWRAP": cls.bwrap}, check=True)
-            return out.stdout.splitlines()
+            return [cls.tool(cls.bwrap)] + out.stdout.splitlines()[1:]
         links = [a for d in ("/bin", "/sbin", "/lib", "/lib64") if os.path.islink(d)
                  for a in ("--symlink", os.readlink(d), d)]
-        return ([cls.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        return ([cls.tool(cls.bwrap), "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                  "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"] + links +
                 ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--bind", work, work,
@@ -98,7 +109,8 @@ class Machine:
 def boot(effects, argv=None, uid=SERVICE_UID, userns=False, env=None):
     """Runs argv (the sandbox's bwrap) under effects; returns (exit code, stderr, stdout)."""
     spec = {"effects": effects, "argv": argv or Machine.argv(), "uid": uid, "userns": userns,
-            "scratch": Machine.scratch, "env": env or {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}}
+            "scratch": Machine.scratch, "copy": Machine.copies(),
+            "env": env or {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}}
     r = subprocess.run([sys.executable, os.path.join(HERE, "unit_effects.py"), json.dumps(spec)],
                        capture_output=True, text=True, timeout=120)
     return r.returncode, r.stderr, r.stdout
@@ -107,11 +119,11 @@ def boot(effects, argv=None, uid=SERVICE_UID, userns=False, env=None):
 def probe(effects, service=True):
     """The sandbox's probe under effects, started as systemd starts a service
     (INVOCATION_ID set) or not: its why_not (empty when namespaces work)."""
-    env = {"PATH": "/usr/bin:/bin", "ANVIL_SANDBOX_BWRAP": Machine.bwrap, "ANVIL_SANDBOX_NO_CGROUPS": "1",
-           "TMPDIR": os.path.join(Machine.scratch, "work")}
+    env = {"PATH": "/usr/bin:/bin", "ANVIL_SANDBOX_BWRAP": Machine.tool(Machine.bwrap),
+           "ANVIL_SANDBOX_NO_CGROUPS": "1", "TMPDIR": os.path.join(Machine.scratch, "work")}
     if service:
         env["INVOCATION_ID"] = "0" * 32
-    rc, err, out = boot(effects, [Machine.helper, "probe"], env=env)
+    rc, err, out = boot(effects, [Machine.tool(Machine.helper), "probe"], env=env)
     fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     return "" if fields.get("namespaces") == "yes" else fields.get("why_not", f"probe failed: {err}")
 
@@ -189,16 +201,6 @@ class Container(unittest.TestCase):
         self.assertEqual(rc, 0, err)
 
 
-def reachable_by_others(path):
-    """Whether another uid can run path: every directory above it searchable."""
-    path = os.path.realpath(path)
-    while path != "/":
-        path = os.path.dirname(path)
-        if not os.stat(path).st_mode & 0o001:
-            return False
-    return True
-
-
 def find_machine(args):
     """Sets Machine up, or returns why this machine cannot run the test."""
     if os.geteuid() != 0:
@@ -206,14 +208,12 @@ def find_machine(args):
     if unit_effects.LIBSECCOMP is None:
         return "no libseccomp.so.2 (Debian: libseccomp2) to reproduce the unit's system call filters"
     given = args[0] if args and os.access(args[0], os.X_OK) else ""
-    Machine.bwrap = given if given and reachable_by_others(given) else shutil.which("bwrap") or ""
+    Machine.bwrap = given or shutil.which("bwrap") or ""
     if not Machine.bwrap:
         return "no bubblewrap (neither the bundle's nor the bubblewrap package's)"
-    helper = args[1] if len(args) > 1 and os.access(args[1], os.X_OK) else ""
-    # The probe runs as the service's uid, which must reach the helper.
-    Machine.helper = helper if helper and reachable_by_others(helper) else ""
-    if helper and not Machine.helper:
-        print(f"bwrap_boot_test: {helper} is not reachable by uid {SERVICE_UID}: probe checks skipped")
+    Machine.helper = args[1] if len(args) > 1 and os.access(args[1], os.X_OK) else ""
+    if not Machine.helper:
+        print("bwrap_boot_test: no sandbox_test_helper: the sandbox's argv written here, probe checks skipped")
     Machine.scratch = tempfile.mkdtemp(prefix="anvil-boot-", dir="/run" if os.path.isdir("/run") else None)
     os.chmod(Machine.scratch, 0o755)
     os.mkdir(os.path.join(Machine.scratch, "work"))

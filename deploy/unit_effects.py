@@ -238,13 +238,24 @@ def _user_namespace(spec):
 
 def apply(spec):
     """In a child of the test, as root: do what spec["effects"] say, become
-    spec["uid"] and exec spec["argv"] with spec["env"]."""
+    spec["uid"] and exec spec["argv"] with spec["env"]. spec["copy"] maps
+    paths in the scratch directory to programs to put there first (a build
+    tree or bundle the unit's mounts would hide: /tmp, /home, /root)."""
+    programs = {}
+    for dest, src in spec.get("copy", {}).items():
+        with open(src, "rb") as f:  # read while this process can: before a user namespace
+            programs[dest] = f.read()
     if spec.get("userns"):
         _user_namespace(spec)
     _check(LIBC.unshare(0x00020000 | 0x04000000), "unshare(CLONE_NEWNS|CLONE_NEWUTS)")
     _mount("", "/", "", MS_REC | MS_PRIVATE)
     scratch = spec["scratch"]
     _scratch(scratch)
+    for dest, data in programs.items():
+        os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+        with open(dest, "wb") as f:
+            f.write(data)
+        os.chmod(dest, 0o755)
     effects = spec["effects"]
     with open("/proc/sys/kernel/cap_last_cap") as f:  # before a /proc without /proc/sys
         last_cap = int(f.read())
