@@ -53,10 +53,11 @@ def _effect(mounts=(), seccomp=(), nnp=False, no_caps=False, filtered=False):
             "filtered": filtered or bool(seccomp)}
 
 
-# Each directive with the value the unit may give it. mounts: (op, path) in
-# the order systemd applies them; op is proc (a new instance, options), ro,
-# hide (an inaccessible node bound over), tmp (a fresh directory) or
-# ro_all (ProtectSystem=strict: everything but /proc, /sys, /dev).
+# Each directive with the value the unit may give it. mounts: (op, path); op
+# is proc (a new instance; path: its options), ro, hide (an inaccessible
+# node bound over), mask (a container runtime's: /dev/null or a read-only
+# tmpfs over), tmp (a fresh directory) or ro_all (ProtectSystem=strict:
+# everything but /proc, /sys, /dev). apply() orders them as systemd does.
 EFFECTS = {
     "ProtectSystem=strict": lambda v: _effect([("ro_all", "")]),
     "ProtectHome=yes": lambda v: _effect([("hide", p) for p in ("/home", "/run/user", "/root")]),
