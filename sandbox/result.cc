@@ -17,7 +17,9 @@ std::string SignalName(int sig) {
 
 std::string Result::Describe() const {
   std::string line;
-  if (timed_out) {
+  if (cancelled) {
+    line = absl::StrFormat("cancelled after %.3g s (its work was no longer wanted)", wall_seconds);
+  } else if (timed_out) {
     line = absl::StrFormat("timed out after %.3g s (limit %.3g s)", wall_seconds, time_limit_seconds);
   } else if (output_capped) {
     line = absl::StrFormat("killed after %.3g s for writing more than its output cap", wall_seconds);

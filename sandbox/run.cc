@@ -239,6 +239,7 @@ Result MakeResult(const Supervised& s, const JobCgroup::Stats& stats, Plan* plan
   }
   r.timed_out = s.timed_out;
   r.output_capped = s.output_capped;
+  r.cancelled = s.cancelled;
   r.time_limit_seconds = s.time_limit_seconds;
   r.stdout_text = s.out;
   r.stderr_text = s.err;
@@ -297,7 +298,7 @@ absl::StatusOr<Result> RunWith(const Spec& spec, const Capabilities& caps) {
   SuperviseRequest sr{spawned->pid, pipes.Release(1), pipes.Release(2), pipes.Release(4),
                       spec.stdin_data, spec.limits.output_cap_bytes, start,
                       spec.limits.wall_time, spec.limits.kill_grace, cgroup.get(),
-                      spec.limits.kill_at_output_cap, &spec.on_stdout};
+                      spec.limits.kill_at_output_cap, &spec.on_stdout, &spec.cancelled};
   absl::StatusOr<Supervised> supervised = Supervise(sr);
   const JobCgroup::Stats stats = cgroup ? cgroup->Finish() : JobCgroup::Stats();
   if (!supervised.ok()) return supervised.status();

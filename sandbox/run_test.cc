@@ -165,6 +165,22 @@ TEST_P(RunTest, KillAtOutputCapEndsAFloodAtOnce) {
   EXPECT_TRUE(absl::StrContains(r->Describe(), "output cap")) << r->Describe();
 }
 
+// Work no longer wanted (its job was cancelled) ends within the poll period,
+// its whole group with it, and says so.
+TEST_P(RunTest, CancelledEndsTheJobAtOnce) {
+  Spec s = Shell("sleep 30 & sleep 30; echo never");
+  s.limits.wall_time = absl::Seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  s.cancelled = [start] { return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(300); };
+  absl::StatusOr<Result> r = sandbox::Run(s);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_LT(r->wall_seconds, 5);
+  EXPECT_EQ(r->stdout_text, "");
+  EXPECT_TRUE(absl::StartsWith(r->Describe(), "cancelled after")) << r->Describe();
+}
+
 TEST_P(RunTest, KillsWhatTheMainProcessLeavesBehind) {
   const std::string token = testing::UniqueSleepArg();
   absl::StatusOr<Result> r = sandbox::Run(Shell("sleep " + token + " & echo started"));

@@ -84,6 +84,10 @@ struct Spec {
   // limits.wall_time from the start. The wall limit stays the upper bound, so
   // a job cannot buy itself time by printing; it can only shorten its run.
   std::function<std::optional<absl::Duration>(absl::string_view)> on_stdout;
+  // Polled while the job runs (at least every 100 ms, on Run's thread): true
+  // ends it at once (SIGKILL to the group and its cgroup; Result.cancelled),
+  // for work no longer wanted (its job was cancelled). Empty: never.
+  std::function<bool()> cancelled;
 };
 
 struct Result {
@@ -92,6 +96,7 @@ struct Result {
   bool timed_out = false;  // killed by us at its deadline (limits.wall_time or on_stdout's)
   double time_limit_seconds = 0;  // that deadline as it stood at the end (s from the start)
   bool output_capped = false;     // killed for passing output_cap_bytes (kill_at_output_cap)
+  bool cancelled = false;         // killed because Spec.cancelled said so
   std::string stdout_text, stderr_text;
   bool stdout_truncated = false, stderr_truncated = false;
   double wall_seconds = 0, cpu_seconds = 0;  // cpu = user+sys of the whole job

@@ -107,6 +107,13 @@ class Supervisor {
     KillEverything();
     phase_ = 2;
   }
+  // Spec.cancelled: the work is no longer wanted; kill it now.
+  void CheckCancelled() {
+    if (phase_ == 2 || r_.cancelled == nullptr || !*r_.cancelled || !(*r_.cancelled)()) return;
+    cancelled_ = true;
+    KillEverything();
+    phase_ = 2;
+  }
   void KillEverything() {
     kill(-r_.pid, SIGKILL);
     if (r_.cgroup != nullptr) r_.cgroup->Kill();
@@ -121,6 +128,7 @@ class Supervisor {
   int phase_ = 0;  // 0 running, 1 SIGTERM sent, 2 SIGKILL sent
   bool timed_out_ = false;
   bool output_capped_ = false;
+  bool cancelled_ = false;
 };
 
 bool Supervisor::MainExited() {
@@ -191,9 +199,11 @@ absl::StatusOr<Supervised> Supervisor::Run() {
     Escalate();
     const Clock::time_point next = phase_ == 0 ? term_at_ : phase_ == 1 ? kill_at_
                                                                         : Clock::now() + std::chrono::seconds(1);
-    const int timeout = pidfd_ >= 0 ? MillisUntil(next) : std::min(MillisUntil(next), 10);
+    int timeout = pidfd_ >= 0 ? MillisUntil(next) : std::min(MillisUntil(next), 10);
+    if (r_.cancelled != nullptr && *r_.cancelled) timeout = std::min(timeout, kCancelPollMs);
     PollOnce(timeout);
     CheckCap();
+    CheckCancelled();
     if (phase_ == 2 && Clock::now() - last_warning > std::chrono::seconds(10)) {
       last_warning = Clock::now();
       spdlog::warn("sandbox: pid {} survives SIGKILL (uninterruptible sleep?); waiting", r_.pid);
@@ -216,6 +226,7 @@ absl::StatusOr<Supervised> Supervisor::Run() {
   s.wall_seconds = std::chrono::duration<double>(Clock::now() - r_.start).count();
   s.timed_out = timed_out_;
   s.output_capped = output_capped_;
+  s.cancelled = cancelled_;
   s.time_limit_seconds = std::chrono::duration<double>(term_at_ - r_.start).count();
   s.out = std::move(out_.text);
   s.err = std::move(err_.text);

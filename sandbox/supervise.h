@@ -41,13 +41,18 @@ struct SuperviseRequest {
   bool kill_at_output_cap = false;  // a stream over output_cap kills the job
   // Spec.on_stdout: may bring the deadline forward (never past wall_time).
   const std::function<std::optional<absl::Duration>(absl::string_view)>* on_stdout = nullptr;
+  // Spec.cancelled: polled at least every kCancelPollMs; true kills the job.
+  const std::function<bool()>* cancelled = nullptr;
 };
+
+constexpr int kCancelPollMs = 100;
 
 struct Supervised {
   int wait_status = 0;
   struct rusage usage = {};
   bool timed_out = false;
   bool output_capped = false;
+  bool cancelled = false;
   double time_limit_seconds = 0;  // the deadline at the end, from the start
   std::string out, err;
   bool out_truncated = false, err_truncated = false;

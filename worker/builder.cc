@@ -85,7 +85,8 @@ absl::StatusOr<std::vector<std::string>> Builder::Flags(const v1::Candidate& c) 
   return flags;
 }
 
-absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c) const {
+absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c,
+                                         const std::function<bool()>& cancelled) const {
   absl::StatusOr<std::vector<std::string>> flags = Flags(c);
   if (!flags.ok()) return Failed(c, v1::VERDICT_REJECTED, std::string(flags.status().message()));
   absl::StatusOr<std::vector<sandbox::PolicyViolation>> violations =
@@ -106,12 +107,14 @@ absl::StatusOr<v1::Build> Builder::Build(const v1::Candidate& c) const {
     hit->set_candidate_id(c.id());
     return *hit;
   }
-  return Compile(c, *flags, key);
+  if (cancelled && cancelled()) return absl::CancelledError(absl::StrCat("build of ", c.id(), " cancelled"));
+  return Compile(c, *flags, key, cancelled);
 }
 
 absl::StatusOr<v1::Build> Builder::Compile(const v1::Candidate& c,
                                            const std::vector<std::string>& flags,
-                                           const std::string& key) const {
+                                           const std::string& key,
+                                           const std::function<bool()>& cancelled) const {
   absl::StatusOr<sandbox::ScratchDir> scratch =
       sandbox::ScratchDir::Create(options_.scratch_dir, "anvil-build-");
   if (!scratch.ok()) return scratch.status();
@@ -137,8 +140,10 @@ absl::StatusOr<v1::Build> Builder::Compile(const v1::Candidate& c,
   spec.limits.file_size_bytes = int64_t(1) << 30;
   spec.limits.output_cap_bytes = 256 * 1024;
   spec.isolation = options_.isolation;
+  spec.cancelled = cancelled;
   absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
   if (!run.ok()) return run.status();
+  if (run->cancelled) return absl::CancelledError(absl::StrCat("build of ", c.id(), " cancelled"));
 
   v1::Build build;
   build.set_candidate_id(c.id());
@@ -164,12 +169,12 @@ absl::StatusOr<v1::Build> Builder::Compile(const v1::Candidate& c,
 }
 
 std::vector<absl::StatusOr<v1::Build>> Builder::BuildAll(
-    const std::vector<v1::Candidate>& candidates) const {
+    const std::vector<v1::Candidate>& candidates, const std::function<bool()>& cancelled) const {
   std::vector<absl::StatusOr<v1::Build>> results(candidates.size(),
                                                  absl::UnknownError("not built"));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) results[i] = Build(candidates[i]);
+    for (size_t i = next++; i < candidates.size(); i = next++) results[i] = Build(candidates[i], cancelled);
   };
   std::vector<std::thread> threads;
   int n = std::max(1, std::min<int>(options_.jobs, static_cast<int>(candidates.size())));

@@ -7,6 +7,7 @@
 #ifndef ANVIL_WORKER_BUILDER_H_
 #define ANVIL_WORKER_BUILDER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,13 +46,18 @@ class Builder {
   absl::StatusOr<std::vector<std::string>> Flags(const v1::Candidate& c) const;
   // Builds one candidate. A candidate's own failure (policy, compile error,
   // timeout) is an OK Build with that verdict; non-OK means Anvil failed.
-  absl::StatusOr<v1::Build> Build(const v1::Candidate& c) const;
-  // results[i] answers candidates[i].
-  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates) const;
+  // `cancelled` (empty: never) is polled while nvcc runs: true kills it and
+  // the call answers Cancelled (nothing is cached).
+  absl::StatusOr<v1::Build> Build(const v1::Candidate& c,
+                                  const std::function<bool()>& cancelled = nullptr) const;
+  // results[i] answers candidates[i]; those not started before `cancelled`
+  // turned true answer Cancelled.
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates,
+                                                  const std::function<bool()>& cancelled = nullptr) const;
 
  private:
   absl::StatusOr<v1::Build> Compile(const v1::Candidate& c, const std::vector<std::string>& flags,
-                                    const std::string& key) const;
+                                    const std::string& key, const std::function<bool()>& cancelled) const;
   BuilderOptions options_;
   BuildCache cache_;
 };

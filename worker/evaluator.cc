@@ -79,7 +79,8 @@ std::optional<v1::Ceilings> Evaluator::ceilings() const {
   return ceilings_;
 }
 
-absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& request) {
+absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& request,
+                                                      const std::function<bool()>& cancelled) {
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(request, &json).ok()) {
     return absl::InternalError("cannot encode the runner request");
@@ -109,8 +110,10 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
   spec.isolation = options_.isolation;
   RunnerWatch watch(limits, request.protocol().profile_counters());
   spec.on_stdout = [&watch](absl::string_view chunk) { return watch.OnStdout(chunk); };
+  spec.cancelled = cancelled;
   absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
   if (!run.ok()) return run.status();
+  if (run->cancelled) return absl::CancelledError("the measurement was cancelled");
   watch.Finish();
   Attempt a;
   a.result = *run;
@@ -149,7 +152,8 @@ void Evaluator::Collect(const RunnerWatch& watch, Attempt* out) {
 absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
                                                const v1::Build& build,
                                                const std::vector<v1::Shape>& shapes,
-                                               const std::vector<v1::LtAlgo>& known) {
+                                               const std::vector<v1::LtAlgo>& known,
+                                               const std::function<bool()>& cancelled) {
   Evaluation out;
   absl::Time start = absl::Now();
   std::vector<v1::LtAlgo> algos = known;
@@ -165,7 +169,8 @@ absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
     if (std::optional<v1::Ceilings> c = ceilings()) *req.mutable_ceilings() = *c;
     req.set_seccomp(options_.seccomp);
     req.set_device(options_.device);
-    absl::StatusOr<Attempt> a = RunOnce(req);
+    if (cancelled && cancelled()) return absl::CancelledError("the measurement was cancelled");
+    absl::StatusOr<Attempt> a = RunOnce(req, cancelled);
     if (!a.ok()) return a.status();
     ++out.runner_starts;
     if (a->info) out.info = a->info;

@@ -10,6 +10,7 @@
 #ifndef ANVIL_WORKER_EVALUATOR_H_
 #define ANVIL_WORKER_EVALUATOR_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,15 +59,18 @@ class Evaluator {
 
   // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices
   // (those marked retune are tuned again, themselves among the contenders).
+  // `cancelled` (empty: never) is polled before each runner and while one
+  // runs: true kills the runner and the call answers Cancelled.
   absl::StatusOr<Evaluation> Evaluate(const v1::Candidate& candidate, const v1::Build& build,
                                       const std::vector<v1::Shape>& shapes,
-                                      const std::vector<v1::LtAlgo>& known);
+                                      const std::vector<v1::LtAlgo>& known,
+                                      const std::function<bool()>& cancelled = nullptr);
   // Ceilings given in the options or learnt from the first runner, reused by later ones.
   std::optional<v1::Ceilings> ceilings() const;
 
  private:
   struct Attempt;
-  absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request);
+  absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request, const std::function<bool()>& cancelled);
   void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   mutable absl::Mutex mu_;
