@@ -118,8 +118,15 @@ int RunNotYet(const Globals& g, const std::string& what, const std::string& inst
 void PrintProgress(const Globals& g, const v1::JobProgress& p);
 void PrintJobSummary(const Globals& g, const v1::Job& job, const std::string& figure);
 std::string JobStateName(v1::JobState state);
+void PrintJobs(const Globals& g, const v1::ListJobsResponse& jobs);
 void PrintKernels(const Globals& g, const std::vector<v1::Kernel>& kernels, const std::string& figure,
                   const std::string& where);
+
+// anvil jobs / anvil cancel (jobs.cc): over --server, or on the store itself
+// with no server: jobs reads it, cancel takes the store's writer lock (a
+// server running on it refuses it; cancel through the server then).
+int RunJobs(const Globals& g, const std::string& state, int limit);
+int RunCancel(const Globals& g, const std::string& job_id);
 
 // --server mode (remote.cc).
 absl::StatusOr<std::string> ClientToken(const Globals& g);  // "" when none
@@ -127,11 +134,11 @@ int RunOptimizeRemote(const Globals& g, const OptimizeArgs& a);
 int RunKernelsRemote(const Globals& g, const v1::ListKernelsRequest& request);
 // --out is a folder below the server's export.root; --problems is read here.
 int RunExportRemote(const Globals& g, const ExportArgs& a);
-int RunJobs(const Globals& g, const std::string& state, int limit);
+int RunJobsRemote(const Globals& g, const v1::ListJobsRequest& request);
 // The fleet's workers (--server); with clear_id, lift that worker's quarantine first.
 int RunWorkers(const Globals& g, const std::string& clear_id);
 int RunWatchRemote(const Globals& g, const WatchArgs& a);
-int RunCancel(const Globals& g, const std::string& job_id);
+int RunCancelRemote(const Globals& g, const std::string& job_id);
 // anvil serve: the gRPC coordinator on this node (server/rpc/serve_main.h).
 int RunServe(const std::vector<std::string>& args);
 int RunWorker(const std::vector<std::string>& args);

@@ -169,7 +169,7 @@ absl::StatusOr<MeasureResult> MeasureOnce(CandidateEvaluator& evaluator, const v
   r.candidate = c;
   r.build = build;
   r.shapes = shapes;
-  std::vector<absl::StatusOr<MeasureResult>> out = evaluator.Measure({r});
+  std::vector<absl::StatusOr<MeasureResult>> out = evaluator.Measure({r}, {});
   if (out.empty()) return absl::InternalError("the evaluator answered nothing");
   return out[0];
 }
@@ -240,7 +240,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   options.protocol.set_graph_trace(a.graph_trace);
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(options);
   if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
-  std::vector<absl::StatusOr<v1::Build>> builds = (*evaluator)->Build({*c});
+  std::vector<absl::StatusOr<v1::Build>> builds = (*evaluator)->Build({*c}, {});
   if (!builds[0].ok()) return Report(builds[0].status(), kFailed);
   if (!g.json) PrintBuild(*c, *builds[0]);
   std::string why;

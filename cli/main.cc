@@ -128,20 +128,23 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "run the gRPC coordinator (anvil serve --help)");
   serve->prefix_command();  // its options are its own: server/CONFIG.md
   serve->fallthrough(false);  // ... not the global ones: `anvil serve --metrics-listen H:P` reaches serve
+  serve->set_help_flag();     // ... --help too: serve prints its own
   CLI::App* worker = app.add_subcommand("worker", "run a fleet worker daemon (anvil worker --help)");
   worker->prefix_command();  // its options are its own: worker/fleet/worker_main.h
   worker->fallthrough(false);
+  worker->set_help_flag();
 
   std::string jstate;
   int jlimit = 50;
-  CLI::App* jobs = app.add_subcommand("jobs", "list the server's jobs, newest first (--server)");
+  CLI::App* jobs = app.add_subcommand("jobs", "list jobs, newest first (the server's with --server, else the store's)");
   jobs->add_option("--state", jstate, "only queued, running, succeeded, failed or cancelled");
   jobs->add_option("--limit", jlimit, "most jobs listed (default 50)")->check(CLI::Range(1, 10000));
   std::string clear_id;
   CLI::App* workers = app.add_subcommand("workers", "list the fleet's workers: state, GPUs, throughput (--server)");
   workers->add_option("--clear-quarantine", clear_id, "let this quarantined worker (its id) take tasks again");
   std::string cjob;
-  CLI::App* cancel = app.add_subcommand("cancel", "stop a job; what it measured stays (--server)");
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "stop a job; what it measured stays (through --server, else in the store with no server on it)");
   cancel->add_option("job", cjob, "job id")->required();
 
   try {
@@ -152,7 +155,7 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   ev.store = app.get_option("--db")->count() > 0 || std::getenv("ANVIL_DB");
-  for (CLI::App* remote_only : {jobs, cancel, workers}) {
+  for (CLI::App* remote_only : {workers}) {
     if (*remote_only && g.server.empty()) {
       std::cerr << "anvil " << remote_only->get_name() << ": needs --server HOST:PORT (or $ANVIL_SERVER)\n";
       return kUsage;

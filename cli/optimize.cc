@@ -28,6 +28,7 @@
 #include "server/local_evaluator.h"
 #include "server/proposers/embedded/search.h"
 #include "server/proposers/factory.h"
+#include "store/writer_lock.h"
 #include "prompts/prompts.h"
 
 namespace anvil::cli {
@@ -211,6 +212,8 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   if (!IsFigure(a.figure)) {
     return Report(absl::InvalidArgumentError("--figure must be one of " + FigureList()), kUsage);
   }
+  absl::StatusOr<WriterLock> writer = WriterLock::Acquire(g.db, "anvil optimize");
+  if (!writer.ok()) return Report(writer.status(), kDatabase);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(g.db);
   if (!store.ok()) return Report(store.status(), kDatabase);
   std::string why;

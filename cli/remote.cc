@@ -110,7 +110,7 @@ int RunWatchRemote(const Globals& g, const WatchArgs& a) {
                    [&](const ProgressHandler& on) { return (*client)->WatchJob(a.job, on); });
 }
 
-int RunCancel(const Globals& g, const std::string& job_id) {
+int RunCancelRemote(const Globals& g, const std::string& job_id) {
   absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
   if (!client.ok()) return Report(client.status(), kUsage);
   absl::StatusOr<v1::Job> job = (*client)->CancelJob(job_id);
@@ -149,45 +149,28 @@ int RunWorkers(const Globals& g, const std::string& clear_id) {
     std::cout << ToJson(*all) << "\n";
     return kOk;
   }
-  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11s %9s %9s %11s  %s\n", "worker", "host", "state",
-                               "GPUs", "build slots", "builds/m", "measure/m", "heartbeat s", "quarantine reason");
+  std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11s %9s %9s %11s %8s  %s\n", "worker", "host", "state",
+                               "GPUs", "build slots", "builds/m", "measure/m", "heartbeat s", "disagree",
+                               "quarantine reason / latest evidence");
   for (const v1::WorkerStatus& w : all->workers()) {
     std::map<std::string, int> models;
     for (const v1::GpuInfo& gpu : w.gpus()) ++models[gpu.model()];
     std::string gpus = models.empty() ? "-" : "";
     for (const auto& [model, n] : models) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", n, "x", model);
-    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11d %9.1f %9.1f %11.1f  %s\n", w.worker_id(),
+    std::cout << absl::StrFormat("%-28s %-16s %-12s %-24s %11d %9.1f %9.1f %11.1f %8d  %s\n", w.worker_id(),
                                  w.hostname(), w.state(), gpus, w.build_slots(), w.builds_per_minute(),
-                                 w.measures_per_minute(), w.last_heartbeat_age_s(), w.quarantine_reason());
+                                 w.measures_per_minute(), w.last_heartbeat_age_s(), w.disagreements(),
+                                 w.quarantine_reason().empty() ? w.last_evidence() : w.quarantine_reason());
   }
   return kOk;
 }
 
-int RunJobs(const Globals& g, const std::string& state, int limit) {
-  v1::ListJobsRequest req;
-  req.set_limit(limit);
-  if (!state.empty()) {
-    v1::JobState s;
-    if (!v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(state), &s)) {
-      return Report(absl::InvalidArgumentError("--state: queued, running, succeeded, failed or cancelled"), kUsage);
-    }
-    req.set_state(s);
-  }
+int RunJobsRemote(const Globals& g, const v1::ListJobsRequest& req) {
   absl::StatusOr<std::unique_ptr<KernelSearchClient>> client = Connect(g);
   if (!client.ok()) return Report(client.status(), kUsage);
   absl::StatusOr<v1::ListJobsResponse> jobs = (*client)->ListJobs(req);
   if (!jobs.ok()) return Fail(g, jobs.status());
-  if (g.json) {
-    std::cout << ToJson(*jobs) << "\n";
-    return kOk;
-  }
-  std::cout << absl::StrFormat("%-34s %-10s %8s %9s %8s  %s\n", "job", "state", "problems", "wall min",
-                               "GPU s", "created (unix ms)");
-  for (const v1::Job& j : jobs->jobs()) {
-    std::cout << absl::StrFormat("%-34s %-10s %8d %9.1f %8.0f  %d\n", j.id(), JobStateName(j.state()),
-                                 j.problems_size(), j.wall_seconds() / 60, j.gpu_seconds(),
-                                 j.created_unix_ms());
-  }
+  PrintJobs(g, *jobs);
   return kOk;
 }
 

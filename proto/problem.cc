@@ -1,7 +1,9 @@
 #include "proto/problem.h"
 
 #include <charconv>
+#include <cmath>
 #include <system_error>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -86,11 +88,32 @@ absl::Status ValidateProblem(const v1::Problem& problem) {
           absl::StrCat("problem ", ShapeName(s), ": every dimension must be in [1, ", kMaxDim, "]"));
     }
   }
+  const double bytes = 2.0 * (double(s.m()) * double(s.k()) + double(s.n()) * double(s.k()) +
+                              double(s.m()) * double(s.n()));
+  if (bytes > double(kMaxOperandBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "problem ", ShapeName(s), ": its operands take ", absl::SixDigits(bytes / double(1LL << 30)),
+        " GiB; a problem's A, B and C must fit in ", kMaxOperandBytes >> 30, " GiB to be measured on one GPU"));
+  }
   if (problem.layout() != v1::LAYOUT_NT && problem.layout() != v1::LAYOUT_NN) {
     return absl::InvalidArgumentError("problem layout must be nt or nn");
   }
   if (problem.dtype() != v1::DTYPE_F16_F32ACC) {
     return absl::InvalidArgumentError("problem dtype must be f16_f32acc");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBudget(const v1::Budget& b) {
+  const std::pair<const char*, double> limits[] = {
+      {"max_wall_seconds", b.max_wall_seconds()}, {"max_gpu_seconds", b.max_gpu_seconds()},
+      {"plateau_candidates", b.plateau_candidates()}, {"target_efficiency", b.target_efficiency()},
+      {"max_candidates", static_cast<double>(b.max_candidates())}};
+  for (const auto& [name, value] : limits) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("budget.", name, " must be a finite number >= 0 (0: the default), not ", value));
+    }
   }
   return absl::OkStatus();
 }

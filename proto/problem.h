@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "anvil/v1/kernel_search.pb.h"
 #include "anvil/v1/types.pb.h"
 
 namespace anvil {
 
 // Largest accepted M, N or K: the candidate ABI passes them as int.
 inline constexpr int64_t kMaxDim = 2147483647;
+// The operands A, B and C together (fp16) must fit this: a runner holds them
+// with their reference on one GPU (80 GiB on an H100), so a problem past it
+// can never be measured and is refused up front.
+inline constexpr int64_t kMaxOperandBytes = int64_t(32) << 30;
 
 v1::Shape MakeShape(int64_t m, int64_t n, int64_t k);
 
@@ -36,6 +41,10 @@ std::string ProblemName(const v1::Problem& problem);
 
 // OK when every dimension is in range and layout and dtype are set.
 absl::Status ValidateProblem(const v1::Problem& problem);
+// A job's budget: every limit a finite number >= 0 (0: the default), so
+// that NaN or infinity never reaches a comparison. InvalidArgument names the
+// field.
+absl::Status CheckBudget(const v1::Budget& budget);
 
 // One line of a shapes file: "M N K layout".
 struct ShapeSpec {

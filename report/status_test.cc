@@ -64,8 +64,8 @@ TEST_F(StatusTest, LeasesAndQuarantineComeFromTheFleetsStore) {
   build.payload = "b";
   ASSERT_TRUE(store_->EnqueueTask(measure).ok());
   ASSERT_TRUE(store_->EnqueueTask(build).ok());
-  TaskLeaseRequest gpu_slot{"worker-test-1", 0, std::string(testing::kTestGpu), false, 30000};
-  TaskLeaseRequest build_slot{"worker-test-1", -1, "", true, 30000};
+  TaskLeaseRequest gpu_slot{"worker-test-1", 0, std::string(testing::kTestGpu), false, 30000, "", false};
+  TaskLeaseRequest build_slot{"worker-test-1", -1, "", true, 30000, "", false};
   for (const TaskLeaseRequest& slot : {gpu_slot, build_slot}) {
     absl::StatusOr<std::optional<TaskRecord>> lease = store_->LeaseTask(slot);
     ASSERT_TRUE(lease.ok()) << lease.status();

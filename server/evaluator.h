@@ -11,13 +11,21 @@
 // and reason. A non-OK status means Anvil itself failed (no toolchain, the
 // sandbox could not start, the worker is gone).
 //
-// Thread-safety: one Build and one Measure may run at once (the coordinator
-// builds its next round while the GPU measures this one); never two Build
-// calls at once, nor more Measure calls than MeasureSlots(). device() and
-// MeasureSlots() may be called from any thread.
+// Every call names the job it works for and whether its work is still
+// wanted (WorkContext): a fleet tags its tasks with the job, so that a
+// cancelled job's queued and running work is dropped, and a run of a job
+// resumed after a restart takes over the tasks its earlier run left (nothing
+// is measured twice).
+//
+// Thread-safety: per job, one Build and one Measure may run at once (the
+// coordinator builds its next round while the GPU measures this one); never
+// two Build calls of a job at once, nor more Measure calls than
+// MeasureSlots(). Jobs may call at once. device(), MeasureSlots(), Waiting()
+// and the job hooks may be called from any thread.
 #ifndef ANVIL_SERVER_EVALUATOR_H_
 #define ANVIL_SERVER_EVALUATOR_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,15 +36,27 @@
 
 namespace anvil {
 
+// Whom a call works for, and whether its work is still wanted.
+struct WorkContext {
+  std::string job_id;  // the job the work is for ("" outside a job: anvil eval)
+  // Polled at safe points: before each build or runner process, and by the
+  // sandbox while one runs. True: the work is abandoned (processes killed)
+  // and what was not finished answers Cancelled. Empty: never.
+  std::function<bool()> cancelled;
+  bool Cancelled() const { return cancelled && cancelled(); }
+};
+
 // One built candidate to measure on shapes of its layout.
 struct MeasureRequest {
   v1::Candidate candidate;
   v1::Build build;                 // REQUIRES: build.verdict() == PASSED
   std::vector<v1::Shape> shapes;   // each measured once, in order
   // A re-check on fresh inputs in a new runner (what promotes a best to
-  // verified). The evaluator measures it like any other; the flag travels so a
-  // remote evaluator may place it on the GPU that measured the original.
+  // verified). The evaluator measures it like any other; a fleet places it on
+  // a GPU other than those in `measured_by` where it has one, so that no
+  // worker's figure is believed without another's.
   bool recheck = false;
+  std::vector<std::string> measured_by;  // GPU UUIDs that measured the candidate here before
   // Stored cuBLASLt choices for these shapes (the coordinator reads them from
   // the store); those marked retune are tuned again, themselves contenders.
   std::vector<v1::LtAlgo> known_lt_algos;
@@ -55,12 +75,23 @@ class CandidateEvaluator {
   // Builds candidates (in parallel where the implementation can);
   // results[i] answers candidates[i].
   virtual std::vector<absl::StatusOr<v1::Build>> Build(
-      const std::vector<v1::Candidate>& candidates) = 0;
+      const std::vector<v1::Candidate>& candidates, const WorkContext& context) = 0;
 
   // Measures built candidates; results[i] answers requests[i]. Every shape of
   // an OK result has a Measurement (a crash or hang yields one with its verdict).
   virtual std::vector<absl::StatusOr<MeasureResult>> Measure(
-      const std::vector<MeasureRequest>& requests) = 0;
+      const std::vector<MeasureRequest>& requests, const WorkContext& context) = 0;
+
+  // A run of a job starts: work an earlier run of it left (a fleet's tasks
+  // queued before a restart) waits to be taken over by this run's calls.
+  virtual void JobStarting(const std::string& job_id) {}
+  // A run of a job is over. ended: the job SUCCEEDED, FAILED or was
+  // CANCELLED, so its work still queued or running is dropped; false: it was
+  // stopped to be resumed (a drain), so its work stays for the next run.
+  virtual void JobStopped(const std::string& job_id, bool ended) {}
+  // Why work is not progressing now, for the job's progress ("" when it is):
+  // e.g. no live GPU worker of the model in a fleet.
+  virtual std::string Waiting() const { return ""; }
 
   // How many Measure calls may run at once, each on its own GPU slot (a
   // fleet's live GPUs of its model). Above one, Measure must be safe to call

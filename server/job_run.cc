@@ -33,6 +33,8 @@ std::string CublasVersion(const v1::RunnerInfo& info) {
 JobRun::JobRun(std::string job_id, v1::OptimizeKernelRequest request, JobRunOptions options)
     : job_id_(std::move(job_id)), request_(std::move(request)), options_(std::move(options)),
       history_(*options_.store) {
+  callbacks_.push_back(
+      MakeCrossCheckCallback(*options_.store, options_.cross_check_tolerance, options_.quarantine_after));
   callbacks_.push_back(MakeStoreCallback(*options_.store));
   callbacks_.push_back(MakeRewardCallback(*options_.store));
   callbacks_.push_back(MakeProgressCallback([this](JobEvent e) { Emitted(std::move(e)); }));
@@ -62,6 +64,25 @@ double JobRun::Elapsed() const {
   return std::chrono::duration<double>(now - start_).count();
 }
 
+WorkContext JobRun::Context() const {
+  return WorkContext{job_id_, [this] { return cancelled_.load() || stopped_.load(); }};
+}
+
+absl::StatusOr<v1::JobState> JobRun::Interrupted(const absl::Status& status) {
+  if (!absl::IsCancelled(status) || !(cancelled_ || stopped_)) return status;
+  if (cancelled_) return v1::JOB_STATE_CANCELLED;
+  if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  return v1::JOB_STATE_RUNNING;
+}
+
+void JobRun::NoteWaiting() {
+  std::string now = options_.evaluator->Waiting();
+  if (now == waiting_) return;
+  const bool resumed = now.empty();
+  waiting_ = std::move(now);
+  Emit(JobEventKind::kLog, resumed ? std::string("the evaluator is progressing again") : absl::StrCat("waiting: ", waiting_));
+}
+
 absl::StatusOr<v1::JobState> JobRun::Run() {
   start_ = options_.clock ? options_.clock() : Clock::now();
   real_start_ = std::chrono::steady_clock::now();
@@ -75,7 +96,7 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
     if (stopped_) break;
     if (final_phase_ && ++final_rounds_ > kMaxFinalRounds) break;  // a proposer re-checking forever
     if (!final_phase_ && BudgetSpent()) {
-      if (absl::Status st = FinalPhase(); !st.ok()) return st;
+      if (absl::Status st = FinalPhase(); !st.ok()) return Interrupted(st);
     }
     if (!next) {
       absl::StatusOr<std::optional<Round>> r = PrepareRound();
@@ -85,18 +106,18 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
     if (!next) {
       if (final_phase_) break;
       // Every proposer is done: verify what they report.
-      if (absl::Status st = FinalPhase(); !st.ok()) return st;
+      if (absl::Status st = FinalPhase(); !st.ok()) return Interrupted(st);
       continue;
     }
     Round round = *std::move(next);
     next.reset();
-    if (absl::Status st = FinishBuilds(round); !st.ok()) return st;
+    if (absl::Status st = FinishBuilds(round); !st.ok()) return Interrupted(st);
     if (keyed_ && !final_phase_) {  // the next round builds while this one is measured
       absl::StatusOr<std::optional<Round>> r = PrepareRound();
       if (!r.ok()) return r.status();
       next = *std::move(r);
     }
-    if (absl::Status st = MeasureRound(round); !st.ok()) return st;
+    if (absl::Status st = MeasureRound(round); !st.ok()) return Interrupted(st);
   }
   if (next) {
     (void)FinishBuilds(*next);  // built, not measured: the build cache keeps them
@@ -191,6 +212,7 @@ void JobRun::Take(int p, const v1::Measurement& m, bool verified) {
   const double us = Passed(m) ? FigureUs(m.timings(), request_.reward_figure()) : 0;
   const bool gain = us > 0 && (v.best_us <= 0 || us < v.best_us * (1 - options_.plateau_gain));
   if (fresh) s.since_gain = gain ? 0 : s.since_gain + 1;
+  if (!verified && !m.gpu_uuid().empty()) s.measured_by[m.candidate_id()].insert(m.gpu_uuid());
   if (us > 0 && (v.best_us <= 0 || us < v.best_us)) {
     v.best_us = us;
     v.best_baseline_us = BestBaselineUs(m, request_.reward_figure());
@@ -386,8 +408,8 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
   }
   if (!to_build.empty()) {
     CandidateEvaluator* evaluator = options_.evaluator;
-    r.builds = std::async(std::launch::async, [evaluator, to_build = std::move(to_build)] {
-      return evaluator->Build(to_build);
+    r.builds = std::async(std::launch::async, [evaluator, context = Context(), to_build = std::move(to_build)] {
+      return evaluator->Build(to_build, context);
     });
   }
   return std::optional<Round>(std::move(r));
@@ -397,6 +419,7 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
 absl::Status JobRun::FinishBuilds(Round& r) {
   if (!r.builds.valid()) return absl::OkStatus();
   const auto waited_from = std::chrono::steady_clock::now();
+  while (r.builds.wait_for(std::chrono::seconds(1)) != std::future_status::ready) NoteWaiting();
   std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();
   coordinator_.evaluator_seconds += Since(waited_from);
   if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
@@ -452,7 +475,13 @@ std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observat
   req.candidate = o.proposal.candidate;
   req.build = *o.build;
   req.recheck = o.proposal.recheck;
-  for (int p : o.measured_on) req.shapes.push_back(problems_[p].spec.shape);
+  for (int p : o.measured_on) {
+    req.shapes.push_back(problems_[p].spec.shape);
+    const auto& by = state_[p].measured_by;
+    if (auto it = by.find(o.proposal.candidate.id()); req.recheck && it != by.end()) {
+      req.measured_by.insert(req.measured_by.end(), it->second.begin(), it->second.end());
+    }
+  }
   req.known_lt_algos = StoredLtAlgos(o.measured_on);
   return req;
 }
@@ -499,8 +528,8 @@ absl::Status JobRun::MeasureRound(Round& r) {
       if (!req) continue;
       const int id = sent++;
       flying[id] = {std::move(o), std::async(std::launch::async, [evaluator, &mu, &came_back, id,
-                                                                  req = *std::move(req)] {
-                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure({req});
+                                                                  context = Context(), req = *std::move(req)] {
+                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure({req}, context);
                       absl::MutexLock lock(&mu);
                       came_back.push_back(id);
                       return got;
@@ -509,11 +538,17 @@ absl::Status JobRun::MeasureRound(Round& r) {
     if (flying.empty()) break;
     const auto waited_from = std::chrono::steady_clock::now();
     int id = 0;
-    {
-      absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(+[](std::vector<int>* v) { return !v->empty(); }, &came_back));
-      id = came_back.front();
-      came_back.erase(came_back.begin());
+    for (bool got = false; !got;) {
+      {
+        absl::MutexLock lock(&mu);
+        got = mu.AwaitWithTimeout(absl::Condition(+[](std::vector<int>* v) { return !v->empty(); }, &came_back),
+                                  absl::Seconds(1));
+        if (got) {
+          id = came_back.front();
+          came_back.erase(came_back.begin());
+        }
+      }
+      if (!got) NoteWaiting();  // a fleet with no live worker able to measure says so
     }
     auto it = flying.find(id);
     std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();

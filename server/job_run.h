@@ -37,6 +37,8 @@ struct JobRunOptions {
   int build_chunk = 16;
   int pending_per_proposer = 256;
   double plateau_gain = 0.005;
+  double cross_check_tolerance = 0.25;        // JobServiceOptions::cross_check_tolerance
+  int quarantine_after = 3;                   // JobServiceOptions::quarantine_after
   std::function<void(const JobEvent&)> emit;  // to the job's watchers
 };
 
@@ -51,6 +53,7 @@ class JobRun {
   absl::StatusOr<v1::JobState> Run();
   void Cancel() { cancelled_ = true; }
   void Stop() { stopped_ = true; }
+  bool cancelled() const { return cancelled_; }
   // The job as this run sees it (job thread only).
   v1::Job Snapshot(v1::JobState state) const;
 
@@ -74,8 +77,18 @@ class JobRun {
     std::string verified_id;         // this job's fastest verified (reported)
     double verified_us = 0, verified_baseline_us = 0;
     std::string status;              // why it stopped; "" while active
+    // GPUs that measured a candidate on it (not re-checks): its re-checks go elsewhere.
+    std::map<std::string, std::set<std::string>> measured_by;
   };
 
+  // The context of every evaluator call: this job, abandoned when it stops.
+  WorkContext Context() const;
+  // A call the job's own stop or cancel interrupted ends the run as such;
+  // anything else is Anvil failing.
+  absl::StatusOr<v1::JobState> Interrupted(const absl::Status& status);
+  // Says once, as a log event, why the evaluator is not progressing (or that
+  // it is again).
+  void NoteWaiting();
   absl::Status Init();
   absl::Status SetKeys(const v1::RunnerInfo& device);
   absl::Status LoadHistory();
@@ -141,6 +154,7 @@ class JobRun {
   CoordinatorTime coordinator_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> stopped_{false};
+  std::string waiting_;                   // what the evaluator's Waiting() said last
 };
 
 }  // namespace anvil

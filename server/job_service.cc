@@ -89,10 +89,7 @@ absl::StatusOr<v1::OptimizeKernelRequest> JobService::Complete(
   }
   const v1::Budget& d = options_.default_budget;
   v1::Budget* b = r.mutable_budget();
-  if (b->max_candidates() < 0 || b->max_wall_seconds() < 0 || b->max_gpu_seconds() < 0 ||
-      b->plateau_candidates() < 0 || b->target_efficiency() < 0) {
-    return absl::InvalidArgumentError("a budget field is negative");
-  }
+  if (absl::Status st = CheckBudget(*b); !st.ok()) return st;
   if (b->max_candidates() == 0) b->set_max_candidates(d.max_candidates());
   if (b->max_wall_seconds() == 0) b->set_max_wall_seconds(d.max_wall_seconds());
   if (b->max_gpu_seconds() == 0) b->set_max_gpu_seconds(d.max_gpu_seconds());
@@ -149,12 +146,17 @@ absl::StatusOr<std::shared_ptr<JobRun>> JobService::Prepare(const std::string& j
   o.build_chunk = options_.build_chunk;
   o.pending_per_proposer = options_.pending_per_proposer;
   o.plateau_gain = options_.plateau_gain;
+  o.cross_check_tolerance = options_.cross_check_tolerance;
+  o.quarantine_after = options_.quarantine_after;
   o.emit = [this, job_id](const JobEvent& e) { Emit(job_id, e); };
   auto run = std::make_shared<JobRun>(job_id, *std::move(request), std::move(o));
-  absl::MutexLock lock(&mu_);
-  if (!running_.emplace(job_id, run).second) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is running already"));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!running_.emplace(job_id, run).second) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is running already"));
+    }
   }
+  options_.evaluator->JobStarting(job_id);  // an earlier run's work waits to be taken over
   return run;
 }
 
@@ -173,9 +175,11 @@ absl::StatusOr<v1::Job> JobService::Finish(const std::string& job_id, JobRun& ru
     absl::MutexLock lock(&mu_);
     running_.erase(job_id);
   }
-  const v1::JobState state = end.ok() ? *end : v1::JOB_STATE_FAILED;
-  absl::Status st = options_.store->UpdateJobState(job_id, state,
-                                                   end.ok() ? "" : std::string(end.status().message()));
+  // A job cancelled while it ended is cancelled: CancelJob said so already.
+  const v1::JobState state = run.cancelled() ? v1::JOB_STATE_CANCELLED : end.ok() ? *end : v1::JOB_STATE_FAILED;
+  absl::Status st = options_.store->UpdateJobState(
+      job_id, state, end.ok() || state == v1::JOB_STATE_CANCELLED ? "" : std::string(end.status().message()));
+  options_.evaluator->JobStopped(job_id, Ended(state));
   absl::StatusOr<v1::Job> job = options_.store->GetJob(job_id);
   JobEvent e;
   e.kind = JobEventKind::kState;
@@ -209,8 +213,17 @@ absl::StatusOr<int> JobService::ResumeInterrupted() {
     absl::StatusOr<std::vector<v1::Job>> jobs = options_.store->ListJobs(1000, s);
     if (!jobs.ok()) return jobs.status();
     for (const v1::Job& j : *jobs) {
-      if (absl::Status st = StartJob(j.id()); !st.ok()) return st;
-      ++started;
+      absl::Status st = StartJob(j.id());
+      if (st.ok()) {
+        ++started;
+        continue;
+      }
+      // This job cannot go on; the others can.
+      const std::string why = absl::StrCat("could not be resumed: ", st.message());
+      if (absl::Status failed = options_.store->UpdateJobState(j.id(), v1::JOB_STATE_FAILED, why); !failed.ok()) {
+        return failed;
+      }
+      options_.evaluator->JobStopped(j.id(), true);
     }
   }
   return started;
@@ -223,14 +236,19 @@ absl::StatusOr<v1::Job> JobService::CancelJob(const std::string& job_id) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " has ended (", v1::JobState_Name(job->state()), ")"));
   }
+  bool running = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = running_.find(job_id);
-    if (it != running_.end()) it->second->Cancel();  // it stops after the round in flight
+    running = it != running_.end();
+    if (running) it->second->Cancel();  // its waits on the evaluator end now
   }
   if (absl::Status st = options_.store->UpdateJobState(job_id, v1::JOB_STATE_CANCELLED); !st.ok()) {
     return st;
   }
+  // A running job drops its work as it ends (Finish); one that is not
+  // running here has nobody else to do it.
+  if (!running) options_.evaluator->JobStopped(job_id, true);
   return options_.store->GetJob(job_id);
 }
 

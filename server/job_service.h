@@ -99,6 +99,11 @@ struct JobServiceOptions {
   int build_chunk = 16;                      // candidates per build/measure round
   int pending_per_proposer = 256;            // proposals asked for ahead: what the fair scheduler chooses from
   double plateau_gain = 0.005;               // a best improving less is no gain (plateau)
+  // A re-check measured on another GPU than the original (a fleet) whose
+  // figure differs from the original's by more than this fraction does not
+  // verify, and records a disagreement against the workers involved.
+  double cross_check_tolerance = 0.25;
+  int quarantine_after = 3;  // disagreements (with two or more others) that quarantine a worker
 };
 
 // A watcher's registration; destroying it (or Cancel) stops the callbacks.
@@ -126,9 +131,14 @@ class JobService {
   // Runs it on a thread of its own; returns at once. FailedPrecondition if it
   // is running already or has ended.
   absl::Status StartJob(const std::string& job_id);
-  // Starts every job the store holds as QUEUED or RUNNING (after a restart).
+  // Starts every job the store holds as QUEUED or RUNNING (after a restart),
+  // each on its own: a job that cannot be resumed (its proposers cannot be
+  // made any more, say) is marked FAILED with the reason and the rest go on.
+  // Returns how many started; an error only when the store cannot list them.
   absl::StatusOr<int> ResumeInterrupted();
-  // Stops a job (after the round in flight); CANCELLED. What was measured stays.
+  // Stops a job at once (waits on the evaluator end; what is in flight is
+  // abandoned); CANCELLED, and its work queued or running on a fleet is
+  // dropped. What was measured stays.
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(int limit = 100,

@@ -78,24 +78,26 @@ LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions&
     : builder_(MakeBuilderOptions(toolchain, options)),
       evaluator_(MakeEvaluatorOptions(toolchain, options)) {}
 
-std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v1::Candidate>& candidates) {
-  return builder_.BuildAll(candidates);
+std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v1::Candidate>& candidates,
+                                                             const WorkContext& context) {
+  return builder_.BuildAll(candidates, context.cancelled);
 }
 
 std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::Measure(
-    const std::vector<MeasureRequest>& requests) {
+    const std::vector<MeasureRequest>& requests, const WorkContext& context) {
   std::vector<absl::StatusOr<MeasureResult>> out;
-  for (const MeasureRequest& r : requests) out.push_back(MeasureOne(r));
+  for (const MeasureRequest& r : requests) out.push_back(MeasureOne(r, context));
   return out;
 }
 
-absl::StatusOr<MeasureResult> LocalEvaluator::MeasureOne(const MeasureRequest& request) {
+absl::StatusOr<MeasureResult> LocalEvaluator::MeasureOne(const MeasureRequest& request,
+                                                         const WorkContext& context) {
   if (request.build.verdict() != v1::VERDICT_PASSED) {
     return absl::InvalidArgumentError("measuring a candidate that did not build");
   }
   for (const v1::LtAlgo& a : request.known_lt_algos) MergeTunedAlgo(lt_algos_, a);
   absl::StatusOr<Evaluation> ev =
-      evaluator_.Evaluate(request.candidate, request.build, request.shapes, lt_algos_);
+      evaluator_.Evaluate(request.candidate, request.build, request.shapes, lt_algos_, context.cancelled);
   if (!ev.ok()) return ev.status();
   std::optional<v1::RunnerInfo> info;
   {

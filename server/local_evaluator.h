@@ -46,13 +46,15 @@ class LocalEvaluator : public CandidateEvaluator {
   // where CheckNodeReady does.
   static absl::StatusOr<std::unique_ptr<LocalEvaluator>> Create(LocalEvaluatorOptions options);
 
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests) override;
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates,
+                                               const WorkContext& context) override;
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests,
+                                                     const WorkContext& context) override;
   std::optional<v1::RunnerInfo> device() const override;
 
  private:
   LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options);
-  absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request);
+  absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request, const WorkContext& context);
 
   Builder builder_;
   Evaluator evaluator_;

@@ -29,10 +29,12 @@ class StoreCallback : public MeasureCallback {
   }
 
  private:
-  // A passed re-check is what promotes a best: marked verified.
+  // A passed re-check is what promotes a best: marked verified, unless its
+  // figure is disputed.
   absl::Status MarkPassedVerified(Observation& o) {
     for (size_t j = 0; j < o.measurements.size(); ++j) {
       if (o.measurements[j].verdict() != v1::VERDICT_PASSED) continue;
+      if (j < o.disputes.size() && !o.disputes[j].empty()) continue;
       if (absl::Status st = store_.MarkVerified(o.measurement_ids[j]); !st.ok()) return st;
       o.measurements[j].set_verified(true);
     }
@@ -56,6 +58,63 @@ class StoreCallback : public MeasureCallback {
   }
 
   Store& store_;
+};
+
+class CrossCheckCallback : public MeasureCallback {
+ public:
+  CrossCheckCallback(Store& store, double tolerance, int quarantine_after)
+      : store_(store), tolerance_(tolerance), quarantine_after_(quarantine_after) {}
+
+  absl::Status Apply(MeasuredRound& round) override {
+    for (Observation& o : *round.observations) {
+      if (!o.proposal.recheck) continue;
+      o.disputes.assign(o.measurements.size(), "");
+      for (size_t j = 0; j < o.measurements.size(); ++j) {
+        absl::StatusOr<std::string> why = Check(round, o.measurements[j]);
+        if (!why.ok()) return why.status();
+        o.disputes[j] = *why;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // Why `m`, a re-check, is not believed ("" when it is).
+  absl::StatusOr<std::string> Check(const MeasuredRound& round, const v1::Measurement& m) {
+    const double us = FigureUs(m.timings(), round.figure);
+    if (m.verdict() != v1::VERDICT_PASSED || m.worker().empty() || us <= 0) return std::string();
+    absl::StatusOr<std::vector<StoredMeasurement>> history = store_.SearchHistory(m.problem(), round.job_id);
+    if (!history.ok()) return history.status();
+    int agree = 0;
+    std::string disagree;
+    for (const StoredMeasurement& h : *history) {
+      const v1::Measurement& x = h.measurement;
+      const double them = FigureUs(x.timings(), round.figure);
+      if (x.candidate_id() != m.candidate_id() || x.verdict() != v1::VERDICT_PASSED || them <= 0 ||
+          x.worker().empty() || x.gpu_uuid() == m.gpu_uuid()) {
+        continue;  // not the same candidate measured by another GPU
+      }
+      if (std::max(us, them) / std::min(us, them) - 1 <= tolerance_) {
+        ++agree;
+        continue;
+      }
+      const std::string detail = absl::StrFormat(
+          "%s on %s (%s): %.3g us on worker %s, %.3g us on worker %s (a re-check), off by more than %.0f%%",
+          m.candidate_id().substr(0, 12), ProblemName(m.problem()), round.figure, them, x.worker(), us, m.worker(),
+          100 * tolerance_);
+      if (disagree.empty()) disagree = detail;
+      for (const auto& [who, other] : {std::pair{x.worker(), m.worker()}, std::pair{m.worker(), x.worker()}}) {
+        WorkerEvidence e{who, "disagreement", "", m.candidate_id(), ProblemName(m.problem()), other, detail};
+        absl::StatusOr<WorkerRecord> w = store_.RecordEvidence(e, quarantine_after_);
+        if (!w.ok() && !absl::IsNotFound(w.status())) return w.status();
+      }
+    }
+    return agree > 0 ? std::string() : disagree;
+  }
+
+  Store& store_;
+  const double tolerance_;
+  const int quarantine_after_;
 };
 
 class RewardCallback : public MeasureCallback {
@@ -153,6 +212,9 @@ class ProgressCallback : public MeasureCallback {
 
 }  // namespace
 
+std::unique_ptr<MeasureCallback> MakeCrossCheckCallback(Store& store, double tolerance, int quarantine_after) {
+  return std::make_unique<CrossCheckCallback>(store, tolerance, quarantine_after);
+}
 std::unique_ptr<MeasureCallback> MakeStoreCallback(Store& store) {
   return std::make_unique<StoreCallback>(store);
 }

@@ -1,8 +1,13 @@
 // Measure callbacks: everything that persists or reacts to a measured round
 // (MetaSchedule's MeasureCallback). The coordinator runs them in order after
 // each round, on the job's thread, before the proposers observe it:
+//   CrossCheckCallback  a re-check measured on another GPU than the original
+//                     (a fleet) is believed only where its figure agrees with
+//                     another worker's; disagreements are evidence against
+//                     the workers involved (Store::RecordEvidence)
 //   StoreCallback     the store: candidates, builds, measurements, verified
-//                     marks, tuned cuBLASLt choices (the only writer)
+//                     marks (not of disputed re-checks), tuned cuBLASLt
+//                     choices (the only writer)
 //   RewardCallback    reward/: each measurement's reward by the job's figure,
 //                     stored and handed to the proposers in Observation::rewards
 //   ProgressCallback  progress events (JobEvent) to the job's watchers
@@ -40,9 +45,17 @@ class MeasureCallback {
   virtual absl::Status Apply(MeasuredRound& round) = 0;
 };
 
+// Checks each passed re-check measured by a fleet worker against this job's
+// measurements of the same candidate and problem by other GPUs: one that
+// differs by more than `tolerance` (a fraction, by the job's figure) from
+// some and agrees with none is disputed (Observation::disputes), and each
+// disagreement is recorded against both workers; `quarantine_after`
+// disagreements with two or more others quarantine a worker.
+std::unique_ptr<MeasureCallback> MakeCrossCheckCallback(Store& store, double tolerance, int quarantine_after);
 // Writes the round: each candidate, its build, its measurements (with the
 // job id; ids into Observation::measurement_ids), the verified mark of a
-// passed re-check, and the tuned cuBLASLt choices. REQUIRES: store outlives it.
+// passed re-check that is not disputed, and the tuned cuBLASLt choices.
+// REQUIRES: store outlives it.
 std::unique_ptr<MeasureCallback> MakeStoreCallback(Store& store);
 // Computes each measurement's reward (Observation::rewards) and stores it.
 std::unique_ptr<MeasureCallback> MakeRewardCallback(Store& store);

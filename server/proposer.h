@@ -112,6 +112,9 @@ struct Observation {
   std::vector<v1::Measurement> measurements;   // [j] answers measured_on[j]
   std::vector<int64_t> measurement_ids;        // [j]: store ids
   std::vector<double> rewards;                 // [j]: reward/ values by the job's figure
+  // [j], re-checks only: why its figure is not believed ("" when it is): it
+  // disagrees with other GPUs' figures of the candidate and agrees with none.
+  std::vector<std::string> disputes;
 };
 
 class Proposer {

@@ -1,4 +1,4 @@
-// Store: jobs, their per-problem progress, and workers.
+// Store: jobs and their per-problem progress.
 #include "absl/strings/str_cat.h"
 #include "store/codec.h"
 #include "store/internal.h"
@@ -220,86 +220,6 @@ absl::StatusOr<std::vector<v1::Job>> Store::ListJobs(int limit, v1::JobState sta
     if (job.has_value()) jobs.push_back(*std::move(job));
   }
   return jobs;
-}
-
-absl::Status Store::UpsertWorker(const WorkerRecord& w) {
-  if (w.id.empty()) return absl::InvalidArgumentError("worker id is empty");
-  google::protobuf::RepeatedPtrField<v1::GpuInfo> gpus(w.gpus.begin(), w.gpus.end());
-  STORE_ASSIGN_OR_RETURN(std::string gpus_json, store_internal::MessageListJson(gpus));
-  absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(
-      Stmt s,
-      db_->Prepare("INSERT INTO workers (id, hostname, gpus, build_jobs, versions, "
-                   "registered_at, last_heartbeat_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                   "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, "
-                   "gpus = excluded.gpus, build_jobs = excluded.build_jobs, "
-                   "versions = excluded.versions, "
-                   "last_heartbeat_at = excluded.last_heartbeat_at, state = excluded.state"));
-  const int64_t now = Now();
-  s.BindText(w.id).BindText(w.hostname).BindText(gpus_json).BindInt(w.build_jobs);
-  s.BindText(w.versions).BindInt(w.registered_unix_ms != 0 ? w.registered_unix_ms : now);
-  s.BindInt(now).BindText(w.state);
-  return WithContext(s.Run(), absl::StrCat("storing worker ", w.id));
-}
-
-absl::Status Store::RecordHeartbeat(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(Stmt s,
-                         db_->Prepare("UPDATE workers SET last_heartbeat_at = ? WHERE id = ?"));
-  s.BindInt(Now()).BindText(worker_id);
-  STORE_RETURN_IF_ERROR(s.Run());
-  if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
-  return absl::OkStatus();
-}
-
-namespace {
-
-constexpr char kWorkerSelect[] =
-    "SELECT id, hostname, gpus, build_jobs, versions, registered_at, last_heartbeat_at, state, "
-    "quarantine_reason, infra_failures, builds, build_seconds, measures, measure_seconds "
-    "FROM workers ";
-
-absl::Status ReadWorker(const Stmt& s, WorkerRecord& w) {
-  w.id = s.Text(0);
-  w.hostname = s.Text(1);
-  STORE_RETURN_IF_ERROR(
-      store_internal::ParseMessageListJson(s.Text(2), [&w] { return &w.gpus.emplace_back(); }));
-  w.build_jobs = static_cast<int32_t>(s.Int(3));
-  w.versions = s.Text(4);
-  w.registered_unix_ms = s.Int(5);
-  w.last_heartbeat_unix_ms = s.Int(6);
-  w.state = s.Text(7);
-  w.quarantine_reason = s.Text(8);
-  w.infra_failures = static_cast<int32_t>(s.Int(9));
-  w.builds = s.Int(10);
-  w.build_seconds = s.Real(11);
-  w.measures = s.Int(12);
-  w.measure_seconds = s.Real(13);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<WorkerRecord>> Store::ListWorkers() {
-  absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(kWorkerSelect, "ORDER BY id")));
-  std::vector<WorkerRecord> workers;
-  while (true) {
-    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return workers;
-    STORE_RETURN_IF_ERROR(ReadWorker(s, workers.emplace_back()));
-  }
-}
-
-absl::StatusOr<WorkerRecord> Store::GetWorker(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(absl::StrCat(kWorkerSelect, "WHERE id = ?")));
-  s.BindText(worker_id);
-  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
-  WorkerRecord w;
-  STORE_RETURN_IF_ERROR(ReadWorker(s, w));
-  return w;
 }
 
 }  // namespace anvil

@@ -122,6 +122,27 @@ struct WorkerRecord {
   double build_seconds = 0;            // their summed wall time (s)
   int64_t measures = 0;                // measure tasks reported
   double measure_seconds = 0;          // their summed wall time (s)
+  // SHA-256 (hex) of the credential the server issued at its registration;
+  // every later call of the worker must carry the credential.
+  std::string credential_sha256;
+  int64_t disagreements = 0;           // its figures disagreed with another worker's (evidence rows)
+  std::string last_evidence;           // the latest evidence held against it ("" for none)
+};
+
+// What the server holds against a worker (table worker_evidence).
+struct WorkerEvidence {
+  std::string worker_id;
+  // "infrastructure": a failure of its own lease that was not the
+  // candidate's; "malformed_report": a result the server refused as
+  // malformed; "disagreement": its figure for a candidate disagreed with
+  // another worker's (`other_worker`) on the same problem.
+  std::string kind;
+  std::string task_id;
+  std::string candidate_id;
+  std::string problem;       // "MxNxK nt" for disagreements
+  std::string other_worker;
+  std::string detail;        // what was seen, for the operator
+  int64_t at_unix_ms = 0;    // set by the store
 };
 
 // One task of the fleet's queue (store/SCHEMA.md, "Tasks"). The store keeps
@@ -145,6 +166,12 @@ struct TaskRecord {
   std::string result_worker;
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
+  // Queued by a run of its job that has since stopped: leased again only
+  // once a later run of the job submits it again (EnqueueTask).
+  bool parked = false;
+  bool collected = false;          // its result was handed to the coordinator
+  std::string avoid_gpus;          // GPU UUIDs (comma-separated) not to run on, where another is live
+  std::string lease_gpu;           // the GPU UUID of the slot holding the lease ("" for a build slot)
 };
 
 // Who asks for a task and what it can take.
@@ -154,6 +181,10 @@ struct TaskLeaseRequest {
   std::string gpu;               // the slot's GPU model; "" takes no measure task
   bool take_builds = false;      // may take build tasks
   int64_t lease_ms = 30000;      // lease length
+  std::string gpu_uuid;          // the slot's GPU
+  // Another live GPU of the model exists: tasks that avoid this one
+  // (TaskRecord::avoid_gpus) are left for it.
+  bool others_alive = false;
 };
 
 // What became of a reported result.

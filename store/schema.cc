@@ -276,6 +276,35 @@ constexpr const char kSchemaV7[] =
 #undef STORE_NULL_GRAPH
 #undef STORE_GRAPH_COLUMNS
 
+// Tasks belong to jobs, workers have identities (server/fleet/FLEET.md).
+// tasks.parked: queued by a run of its job that has since stopped; leased
+// only once a later run of the job takes it over (nothing measured twice).
+// tasks.collected: its result was handed to the coordinator. avoid_gpus:
+// GPU UUIDs (comma-separated) a re-check should not run on while another GPU
+// of its model is live; lease_gpu: the UUID of the slot holding the lease.
+// workers.credential_sha256: the SHA-256 of the credential the server issued
+// at registration (every later call must carry it); build_failures: the
+// streak of its build slots' failures (infra_failures: its GPU slots'), so a
+// clean build does not excuse a GPU that keeps failing. worker_evidence: what
+// the server held against a worker (an infrastructure failure of its own
+// lease, a malformed report, figures that disagree with another worker's on
+// the same candidate): what flags and quarantines it; `settled` once an
+// operator lifted the quarantine (kept, no longer counted).
+constexpr const char kSchemaV8[] =
+    "ALTER TABLE tasks ADD COLUMN parked INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tasks ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tasks ADD COLUMN avoid_gpus TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE tasks ADD COLUMN lease_gpu TEXT;"
+    "ALTER TABLE workers ADD COLUMN credential_sha256 TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE workers ADD COLUMN build_failures INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE worker_evidence ("
+    "  id INTEGER PRIMARY KEY, worker_id TEXT NOT NULL,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('infrastructure', 'malformed_report', 'disagreement')),"
+    "  task_id TEXT NOT NULL DEFAULT '', candidate_id TEXT NOT NULL DEFAULT '',"
+    "  problem TEXT NOT NULL DEFAULT '', other_worker TEXT NOT NULL DEFAULT '',"
+    "  detail TEXT NOT NULL, at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX worker_evidence_worker ON worker_evidence (worker_id, at);";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
@@ -284,6 +313,7 @@ constexpr Migration kMigrations[] = {
     {5, kSchemaV5},
     {6, kSchemaV6},
     {7, kSchemaV7},
+    {8, kSchemaV8},
 };
 
 struct Header {

@@ -124,24 +124,38 @@ class Store {
   // Counts one reported task of a worker: its kind ("build" or "measure")
   // and wall time, and whether it failed for a reason that is not the
   // candidate's (infrastructure: driver error, runner crash before candidate
-  // code ran). `quarantine_after` consecutive such failures quarantine the
-  // worker with `reason`; a clean run resets the count. Returns the worker.
+  // code ran; or a result refused as malformed). `quarantine_after`
+  // consecutive such failures of one kind (its builds, or its measurements)
+  // quarantine the worker with `reason`; a clean run of that kind resets the
+  // count. Returns the worker.
   absl::StatusOr<WorkerRecord> RecordWorkerRun(const std::string& worker_id,
                                                const std::string& kind, double seconds,
                                                bool infra_failure, const std::string& reason,
                                                int quarantine_after);
-  // Lifts a quarantine (an operator fixed the node).
+  // Records evidence against a worker (WorkerEvidence) and returns the
+  // worker after. Disagreements quarantine it once `quarantine_after` of them,
+  // with at least two different other workers, are unsettled: the odd one
+  // out, not merely one side of a pair. NotFound for an unknown worker.
+  absl::StatusOr<WorkerRecord> RecordEvidence(const WorkerEvidence& evidence, int quarantine_after);
+  // Newest first, at most `limit`; worker_id "" for every worker's.
+  absl::StatusOr<std::vector<WorkerEvidence>> ListEvidence(const std::string& worker_id, int limit = 100);
+  // Lifts a quarantine (an operator fixed the node): its failure count
+  // starts over and the evidence held against it is settled (kept, no
+  // longer counted).
   absl::Status ClearQuarantine(const std::string& worker_id);
 
   // The fleet's task queue (store/SCHEMA.md, "Tasks"). Every call is one
   // transaction, so a restart keeps the queue as the last call left it.
-  // Stores a queued task; idempotent on task.id (a task stored before is left
-  // as it is). REQUIRES: id, kind, candidate_id and payload set.
+  // Stores a queued task; idempotent on task.id: a task stored before is
+  // left as it is (queued, leased, done or cancelled), except that a parked
+  // one is queued again (its job's new run takes it over). REQUIRES: id,
+  // kind, candidate_id and payload set.
   absl::Status EnqueueTask(const TaskRecord& task);
   // Returns every expired lease to the queue (counting it), then leases the
-  // oldest queued task the request can take: a measure task needing the
-  // request's GPU model first, then a build task when take_builds. nullopt
-  // when there is none. The lease's attempt is the task's new attempt.
+  // oldest queued, unparked task the request can take: a measure task
+  // needing the request's GPU model (and not avoiding its GPU while
+  // others_alive) first, then a build task when take_builds. nullopt when
+  // there is none. The lease's attempt is the task's new attempt.
   absl::StatusOr<std::optional<TaskRecord>> LeaseTask(const TaskLeaseRequest& request);
   // Extends the leases of `task_ids` held by the worker by lease_ms and
   // records its heartbeat. Returns the ids it should abandon: cancelled,
@@ -165,8 +179,13 @@ class Store {
   // Returns expired leases to the queue; how many.
   absl::StatusOr<int64_t> ExpireLeases();
   absl::StatusOr<TaskRecord> GetTask(const std::string& task_id);
-  // Cancels a job's queued and leased tasks; how many.
+  // Cancels a job's queued (parked too) and leased tasks; how many.
   absl::StatusOr<int64_t> CancelTasks(const std::string& job_id);
+  // Parks a job's queued tasks (its run stopped; a later run submits again
+  // what it still wants); how many.
+  absl::StatusOr<int64_t> ParkTasks(const std::string& job_id);
+  // Marks a task's result as handed to the coordinator.
+  absl::Status MarkTaskCollected(const std::string& task_id);
   absl::StatusOr<TaskCounts> CountTasks();
   // Tasks in a state ("" for all), oldest first, at most limit.
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& state, int limit = 1000);

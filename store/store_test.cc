@@ -2,6 +2,7 @@
 // row kind, atomic batches, full disk and concurrent writers. Queries, jobs
 // and the other tables: store_queries_test.cc.
 #include "store/store.h"
+#include "store/writer_lock.h"
 
 #include <fstream>
 #include <random>
@@ -490,6 +491,20 @@ TEST(StoreConcurrencyTest, ThreadsShareOneStore) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(store->Counts()->measurements, kThreads * kPerThread * 3 / 2);
   EXPECT_EQ(*store->CountMeasurements(TestProblem(128, 128, 256)), kPerThread * 3 / 2);
+}
+
+// One writer per store file: a second writer lock is refused naming the
+// holder; the lock goes with its holder (here: its destruction).
+TEST(WriterLockTest, OneWriterPerStoreFile) {
+  TempDir dir;
+  const std::string db = dir.File("a.db");
+  absl::StatusOr<WriterLock> first = WriterLock::Acquire(db, "anvil serve");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<WriterLock> second = WriterLock::Acquire(db, "anvil optimize");
+  ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  EXPECT_NE(second.status().message().find("anvil serve, pid"), std::string::npos) << second.status();
+  { WriterLock gone = *std::move(first); }
+  EXPECT_TRUE(WriterLock::Acquire(db, "anvil optimize").ok());
 }
 
 }  // namespace

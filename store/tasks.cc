@@ -1,5 +1,4 @@
-// Store: the fleet's task queue and leases, and the workers' fleet
-// bookkeeping (quarantine, throughput). Schema: SCHEMA.md, "Tasks".
+// Store: the fleet's task queue and its leases. Schema: SCHEMA.md, "Tasks".
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +18,13 @@ constexpr char kTaskColumns[] =
     "id, kind, coalesce(job_id, ''), candidate_id, gpu, payload, state, attempt, expired_leases, "
     "coalesce(lease_owner, ''), coalesce(lease_slot, -1), coalesce(lease_expires_at, 0), "
     "coalesce(result, ''), coalesce(result_attempt, 0), coalesce(result_worker, ''), "
-    "created_at, updated_at";
+    "created_at, updated_at, parked, collected, avoid_gpus, coalesce(lease_gpu, '')";
+
+// A measure task the slot may take: not parked, and not one that avoids this
+// GPU while another GPU of the model is live. Binds: others_alive, gpu_uuid.
+constexpr char kTakeable[] =
+    "parked = 0 AND (? = 0 OR avoid_gpus = '' OR "
+    "instr(',' || avoid_gpus || ',', ',' || ? || ',') = 0)";
 
 TaskRecord ReadTask(const Stmt& s) {
   TaskRecord t;
@@ -40,6 +45,10 @@ TaskRecord ReadTask(const Stmt& s) {
   t.result_worker = s.Text(14);
   t.created_unix_ms = s.Int(15);
   t.updated_unix_ms = s.Int(16);
+  t.parked = s.Int(17) != 0;
+  t.collected = s.Int(18) != 0;
+  t.avoid_gpus = s.Text(19);
+  t.lease_gpu = s.Text(20);
   return t;
 }
 
@@ -56,20 +65,22 @@ absl::StatusOr<std::optional<TaskRecord>> LoadTask(Db& db, const std::string& id
 absl::StatusOr<int64_t> RequeueExpired(Db& db, int64_t now) {
   STORE_ASSIGN_OR_RETURN(
       Stmt s, db.Prepare("UPDATE tasks SET state = 'queued', expired_leases = expired_leases + 1, "
-                         "lease_owner = NULL, lease_slot = NULL, lease_expires_at = NULL, "
+                         "lease_owner = NULL, lease_slot = NULL, lease_expires_at = NULL, lease_gpu = NULL, "
                          "updated_at = ? WHERE state = 'leased' AND lease_expires_at < ?"));
   s.BindInt(now).BindInt(now);
   STORE_RETURN_IF_ERROR(WithContext(s.Run(), "returning expired leases to the queue"));
   return db.Changes();
 }
 
-// The oldest queued task of a kind (and GPU model, for measure tasks).
+// The oldest queued task of a kind (and GPU model, for measure tasks) the
+// request may take.
 absl::StatusOr<std::optional<std::string>> OldestQueued(Db& db, const std::string& kind,
-                                                        const std::string& gpu) {
+                                                        const TaskLeaseRequest& r) {
   STORE_ASSIGN_OR_RETURN(
-      Stmt s, db.Prepare("SELECT id FROM tasks WHERE state = 'queued' AND kind = ? AND gpu = ? "
-                         "ORDER BY created_at, id LIMIT 1"));
-  s.BindText(kind).BindText(gpu);
+      Stmt s, db.Prepare(absl::StrCat("SELECT id FROM tasks WHERE state = 'queued' AND kind = ? AND gpu = ? "
+                                      "AND ", kTakeable, " ORDER BY created_at, id LIMIT 1")));
+  s.BindText(kind).BindText(kind == "build" ? "" : r.gpu);
+  s.BindInt(kind == "measure" && r.others_alive ? 1 : 0).BindText(r.gpu_uuid);
   STORE_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::nullopt;
   return s.Text(0);
@@ -79,9 +90,11 @@ absl::StatusOr<std::optional<std::string>> OldestQueued(Db& db, const std::strin
 // an expired lease to return to the queue.
 absl::StatusOr<bool> AnythingToLease(Db& db, const TaskLeaseRequest& r, int64_t now) {
   STORE_ASSIGN_OR_RETURN(
-      Stmt s, db.Prepare("SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND "
-                         "((kind = 'measure' AND gpu = ? AND ? != '') OR (kind = 'build' AND ?))) "
-                         "OR EXISTS (SELECT 1 FROM tasks WHERE state = 'leased' AND lease_expires_at < ?)"));
+      Stmt s, db.Prepare(absl::StrCat(
+                  "SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND ", kTakeable, " AND "
+                  "((kind = 'measure' AND gpu = ? AND ? != '') OR (kind = 'build' AND ?))) "
+                  "OR EXISTS (SELECT 1 FROM tasks WHERE state = 'leased' AND lease_expires_at < ?)")));
+  s.BindInt(r.others_alive ? 1 : 0).BindText(r.gpu_uuid);
   s.BindText(r.gpu).BindText(r.gpu).BindInt(r.take_builds ? 1 : 0).BindInt(now);
   STORE_ASSIGN_OR_RETURN(bool row, s.Step());
   return row && s.Int(0) != 0;
@@ -102,11 +115,12 @@ absl::Status Store::EnqueueTask(const TaskRecord& t) {
   absl::MutexLock lock(&mu_);
   STORE_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("INSERT INTO tasks (id, kind, job_id, candidate_id, gpu, payload, state, "
-                           "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
-                           "ON CONFLICT (id) DO NOTHING"));
+                           "created_at, updated_at, avoid_gpus) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) "
+                           "ON CONFLICT (id) DO UPDATE SET parked = 0"));
   const int64_t now = Now();
   s.BindText(t.id).BindText(t.kind).BindTextOrNull(t.job_id).BindText(t.candidate_id);
   s.BindText(t.kind == "build" ? "" : t.gpu).BindBlob(t.payload).BindInt(now).BindInt(now);
+  s.BindText(t.avoid_gpus);
   return WithContext(s.Run(), absl::StrCat("queueing task ", t.id));
 }
 
@@ -124,10 +138,10 @@ absl::StatusOr<std::optional<TaskRecord>> Store::LeaseTask(const TaskLeaseReques
   STORE_RETURN_IF_ERROR(RequeueExpired(*db_, now).status());
   std::optional<std::string> id;
   if (!r.gpu.empty()) {
-    STORE_ASSIGN_OR_RETURN(id, OldestQueued(*db_, "measure", r.gpu));
+    STORE_ASSIGN_OR_RETURN(id, OldestQueued(*db_, "measure", r));
   }
   if (!id.has_value() && r.take_builds) {
-    STORE_ASSIGN_OR_RETURN(id, OldestQueued(*db_, "build", ""));
+    STORE_ASSIGN_OR_RETURN(id, OldestQueued(*db_, "build", r));
   }
   if (!id.has_value()) {
     STORE_RETURN_IF_ERROR(txn.Commit());
@@ -136,9 +150,10 @@ absl::StatusOr<std::optional<TaskRecord>> Store::LeaseTask(const TaskLeaseReques
   {
     STORE_ASSIGN_OR_RETURN(
         Stmt s, db_->Prepare("UPDATE tasks SET state = 'leased', attempt = attempt + 1, "
-                             "lease_owner = ?, lease_slot = ?, lease_expires_at = ?, updated_at = ? "
-                             "WHERE id = ?"));
-    s.BindText(r.worker_id).BindInt(r.slot).BindInt(now + r.lease_ms).BindInt(now).BindText(*id);
+                             "lease_owner = ?, lease_slot = ?, lease_expires_at = ?, lease_gpu = ?, "
+                             "updated_at = ? WHERE id = ?"));
+    s.BindText(r.worker_id).BindInt(r.slot).BindInt(now + r.lease_ms).BindTextOrNull(r.gpu_uuid);
+    s.BindInt(now).BindText(*id);
     STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("leasing task ", *id)));
   }
   STORE_ASSIGN_OR_RETURN(std::optional<TaskRecord> task, LoadTask(*db_, *id));
@@ -210,7 +225,7 @@ absl::StatusOr<bool> Store::ReleaseTask(const std::string& task_id, int32_t atte
   absl::MutexLock lock(&mu_);
   STORE_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_slot = NULL, "
-                           "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND attempt = ? "
+                           "lease_expires_at = NULL, lease_gpu = NULL, updated_at = ? WHERE id = ? AND attempt = ? "
                            "AND lease_owner = ? AND state = 'leased'"));
   s.BindInt(Now()).BindText(task_id).BindInt(attempt).BindText(worker_id);
   STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("releasing task ", task_id)));
@@ -237,6 +252,23 @@ absl::StatusOr<int64_t> Store::CancelTasks(const std::string& job_id) {
   s.BindInt(Now()).BindText(job_id);
   STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("cancelling the tasks of job ", job_id)));
   return db_->Changes();
+}
+
+absl::StatusOr<int64_t> Store::ParkTasks(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE tasks SET parked = 1, updated_at = ? WHERE job_id = ? AND state = 'queued' "
+                           "AND parked = 0"));
+  s.BindInt(Now()).BindText(job_id);
+  STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("parking the tasks of job ", job_id)));
+  return db_->Changes();
+}
+
+absl::Status Store::MarkTaskCollected(const std::string& task_id) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("UPDATE tasks SET collected = 1 WHERE id = ?"));
+  s.BindText(task_id);
+  return WithContext(s.Run(), absl::StrCat("marking task ", task_id, " collected"));
 }
 
 absl::StatusOr<TaskCounts> Store::CountTasks() {
@@ -270,44 +302,6 @@ absl::StatusOr<std::vector<TaskRecord>> Store::ListTasks(const std::string& stat
     if (!row) return tasks;
     tasks.push_back(ReadTask(s));
   }
-}
-
-absl::StatusOr<WorkerRecord> Store::RecordWorkerRun(const std::string& worker_id,
-                                                    const std::string& kind, double seconds,
-                                                    bool infra_failure, const std::string& reason,
-                                                    int quarantine_after) {
-  {
-    absl::MutexLock lock(&mu_);
-    const bool build = kind == "build";
-    STORE_ASSIGN_OR_RETURN(
-        Stmt s,
-        db_->Prepare(
-            "UPDATE workers SET builds = builds + ?, build_seconds = build_seconds + ?, "
-            "measures = measures + ?, measure_seconds = measure_seconds + ?, "
-            "infra_failures = CASE WHEN ? THEN infra_failures + 1 ELSE 0 END, "
-            "quarantine_reason = CASE WHEN ? AND infra_failures + 1 >= ? AND quarantine_reason = '' "
-            "  THEN ? ELSE quarantine_reason END, "
-            "state = CASE WHEN ? AND infra_failures + 1 >= ? THEN 'quarantined' ELSE state END "
-            "WHERE id = ?"));
-    s.BindInt(build ? 1 : 0).BindReal(build ? seconds : 0).BindInt(build ? 0 : 1);
-    s.BindReal(build ? 0 : seconds).BindInt(infra_failure ? 1 : 0);
-    s.BindInt(infra_failure ? 1 : 0).BindInt(quarantine_after).BindText(reason);
-    s.BindInt(infra_failure ? 1 : 0).BindInt(quarantine_after).BindText(worker_id);
-    STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("counting a run of worker ", worker_id)));
-    if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
-  }
-  return GetWorker(worker_id);
-}
-
-absl::Status Store::ClearQuarantine(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
-  STORE_ASSIGN_OR_RETURN(
-      Stmt s, db_->Prepare("UPDATE workers SET quarantine_reason = '', infra_failures = 0, "
-                           "state = 'alive' WHERE id = ?"));
-  s.BindText(worker_id);
-  STORE_RETURN_IF_ERROR(s.Run());
-  if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
-  return absl::OkStatus();
 }
 
 }  // namespace anvil

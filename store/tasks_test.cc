@@ -193,16 +193,96 @@ TEST(TasksTest, QuarantineAfterConsecutiveInfrastructureFailures) {
   for (int i = 0; i < 2; ++i) {
     auto w = store->RecordWorkerRun("w1", "measure", 1.0, true, "runner crashed before the kernel", 3);
     EXPECT_TRUE(w->quarantine_reason.empty());
+    // Its build slots building fine does not excuse its GPU slot.
+    ASSERT_TRUE(store->RecordWorkerRun("w1", "build", 4.0, false, "", 3).ok());
   }
-  auto w = store->RecordWorkerRun("w1", "build", 4.0, true, "runner crashed before the kernel", 3);
+  auto w = store->RecordWorkerRun("w1", "measure", 1.0, true, "runner crashed before the kernel", 3);
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->quarantine_reason, "runner crashed before the kernel");
   EXPECT_EQ(w->state, "quarantined");
-  EXPECT_EQ(w->measures, 4);
-  EXPECT_DOUBLE_EQ(w->measure_seconds, 6.0);
-  EXPECT_EQ(w->builds, 1);
+  EXPECT_EQ(w->measures, 5);
+  EXPECT_DOUBLE_EQ(w->measure_seconds, 7.0);
+  EXPECT_EQ(w->builds, 2);
   ASSERT_TRUE(store->ClearQuarantine("w1").ok());
   EXPECT_TRUE(store->GetWorker("w1").value().quarantine_reason.empty());
+}
+
+// A run of a job that stops leaves its queued tasks; the next run parks them
+// (nobody leases them) and takes over those it submits again, whatever their
+// state; a cancel reaches parked tasks too.
+TEST(TasksTest, ParkedTasksWaitForTheirJobToSubmitThemAgain) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db")).value();
+  TaskRecord a = Measure("a"), b = Measure("b");
+  a.job_id = b.job_id = "job-1";
+  ASSERT_TRUE(store->EnqueueTask(a).ok());
+  ASSERT_TRUE(store->EnqueueTask(b).ok());
+  EXPECT_EQ(store->ParkTasks("job-1").value(), 2);
+  EXPECT_FALSE(store->LeaseTask(GpuSlot("w1"))->has_value()) << "a parked task was leased";
+  ASSERT_TRUE(store->EnqueueTask(a).ok());  // the new run wants `a` again
+  auto got = store->LeaseTask(GpuSlot("w1"));
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->id, "a");
+  EXPECT_EQ((*got)->lease_gpu, "");
+  ASSERT_TRUE(store->ReportTaskResult("a", 1, "w1", "ra").ok());
+  ASSERT_TRUE(store->EnqueueTask(a).ok());  // submitted again once done: the result stands
+  EXPECT_EQ(store->GetTask("a")->state, "done");
+  EXPECT_FALSE(store->GetTask("a")->collected);
+  ASSERT_TRUE(store->MarkTaskCollected("a").ok());
+  EXPECT_TRUE(store->GetTask("a")->collected);
+  EXPECT_EQ(store->CancelTasks("job-1").value(), 1);
+  EXPECT_EQ(store->GetTask("b")->state, "cancelled");
+}
+
+// A re-check avoids the GPUs that measured its candidate while another GPU
+// of the model is live, and takes any when none is.
+TEST(TasksTest, ARecheckAvoidsItsGpusWhileAnotherIsLive) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db")).value();
+  TaskRecord r = Measure("r");
+  r.avoid_gpus = "GPU-a,GPU-c";
+  ASSERT_TRUE(store->EnqueueTask(r).ok());
+  TaskLeaseRequest a = GpuSlot("wa");
+  a.gpu_uuid = "GPU-a";
+  a.others_alive = true;
+  EXPECT_FALSE(store->LeaseTask(a)->has_value());
+  TaskLeaseRequest b = GpuSlot("wb");
+  b.gpu_uuid = "GPU-b";
+  b.others_alive = true;
+  auto got = store->LeaseTask(b);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->lease_gpu, "GPU-b");
+  ASSERT_TRUE(store->ReleaseTask("r", 1, "wb").value());
+  a.others_alive = false;  // GPU-a is the only one left
+  got = store->LeaseTask(a);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->lease_gpu, "GPU-a");
+}
+
+// Disagreements quarantine the odd one out (against two or more others),
+// never one side of a pair; clearing settles the evidence.
+TEST(TasksTest, DisagreementsQuarantineOnlyTheOddOneOut) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("a.db")).value();
+  for (const char* id : {"liar", "a", "b"}) AddWorker(*store, id);
+  auto disagree = [&](const std::string& who, const std::string& other) {
+    WorkerEvidence e{who, "disagreement", "", "cand", "128x128x128 nt", other, who + " vs " + other};
+    return store->RecordEvidence(e, 3).value();
+  };
+  for (int i = 0; i < 5; ++i) {
+    disagree("a", "liar");
+    EXPECT_TRUE(disagree("liar", "a").quarantine_reason.empty()) << "one side of a pair is not the odd one out";
+  }
+  EXPECT_TRUE(disagree("b", "liar").quarantine_reason.empty());
+  const WorkerRecord liar = disagree("liar", "b");
+  EXPECT_NE(liar.quarantine_reason.find("2 other workers"), std::string::npos) << liar.quarantine_reason;
+  EXPECT_EQ(liar.disagreements, 6);
+  EXPECT_TRUE(store->GetWorker("a")->quarantine_reason.empty());
+  ASSERT_TRUE(store->ClearQuarantine("liar").ok());
+  EXPECT_EQ(store->GetWorker("liar")->disagreements, 0);
+  EXPECT_EQ(store->ListEvidence("liar").value().size(), 6u) << "the evidence is kept";
+  WorkerEvidence bad{"liar", "gossip", "", "", "", "", "x"};
+  EXPECT_TRUE(absl::IsInvalidArgument(store->RecordEvidence(bad, 3).status()));
 }
 
 // Many workers, each of which may die holding its lease (it never reports)

@@ -43,13 +43,13 @@ std::string ProfileSection(LocalEvaluator& ev, const std::string& label, const s
   c.set_proposer("seed");
   AssignCandidateId(c);
   c.set_name(label);
-  std::vector<absl::StatusOr<v1::Build>> b = ev.Build({c});
+  std::vector<absl::StatusOr<v1::Build>> b = ev.Build({c}, {});
   if (!b[0].ok()) return absl::StrCat(label, ": not built: ", b[0].status().ToString(), "\n");
   if (b[0]->verdict() != v1::VERDICT_PASSED) {
     return absl::StrCat(label, ": ", v1::Verdict_Name(b[0]->verdict()), "\n", b[0]->error().substr(0, 3000), "\n");
   }
-  MeasureRequest r{c, *b[0], {shape}, false, {}};
-  std::vector<absl::StatusOr<MeasureResult>> m = ev.Measure({r});
+  MeasureRequest r{c, *b[0], {shape}, false, {}, {}};
+  std::vector<absl::StatusOr<MeasureResult>> m = ev.Measure({r}, {});
   if (!m[0].ok() || m[0]->measurements.empty()) {
     return absl::StrCat(label, ": not measured: ", m[0].ok() ? "no measurement" : m[0].status().ToString(), "\n");
   }

@@ -16,7 +16,7 @@ namespace anvil::testing {
 
 class PerShapeEvaluator : public CandidateEvaluator {
  public:
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs, const WorkContext&) override {
     std::vector<absl::StatusOr<v1::Build>> out;
     for (const v1::Candidate& c : cs) {
       v1::Build b = BuildOne(c);
@@ -25,7 +25,8 @@ class PerShapeEvaluator : public CandidateEvaluator {
     }
     return out;
   }
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
+                                                     const WorkContext&) override {
     std::vector<absl::StatusOr<MeasureResult>> out;
     for (const MeasureRequest& r : rs) {
       MeasureResult res;

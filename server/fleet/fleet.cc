@@ -1,8 +1,12 @@
+// Fleet: registration and credentials, leases, heartbeats, artifacts and
+// the workers' list. Results: fleet_report.cc; the tasks of jobs:
+// fleet_tasks.cc.
 #include "server/fleet/fleet.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,9 +15,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/candidate.h"
+#include "server/fleet/fleet_internal.h"
 
 namespace anvil {
-namespace {
+
+using fleet_internal::Alive;
+using fleet_internal::NowMs;
+
+namespace fleet_internal {
 
 std::string RandomHex(int bytes) {
   static thread_local std::mt19937_64 rng(std::random_device{}() ^
@@ -37,14 +46,37 @@ bool Alive(const WorkerRecord& w, int64_t now_ms, int64_t lease_ms) {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
+}  // namespace fleet_internal
+
+namespace {
+
+// Equal strings in time that does not depend on where they differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// A credential from a source no one can predict: the kernel's.
+std::string NewCredential() {
+  std::random_device rd;  // /dev/urandom on Linux
+  std::string out;
+  for (int i = 0; i < 8; ++i) absl::StrAppend(&out, absl::Hex(rd(), absl::kZeroPad8));
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(Store* store, FleetOptions options) {
   if (options.artifact_dir.empty()) return absl::InvalidArgumentError("fleet: no artifact directory");
-  if (options.lease_seconds <= 0 || options.heartbeat_seconds <= 0 ||
+  if (!(options.lease_seconds > 0) || !(options.heartbeat_seconds > 0) ||
       options.heartbeat_seconds >= options.lease_seconds) {
     return absl::InvalidArgumentError(
         "fleet: need 0 < heartbeat seconds < lease seconds (a worker must renew before expiry)");
+  }
+  if (!(options.worker_wait_seconds >= 0) || !std::isfinite(options.worker_wait_seconds)) {
+    return absl::InvalidArgumentError("fleet: worker wait seconds must be a finite number >= 0");
   }
   std::error_code ec;
   std::filesystem::create_directories(options.artifact_dir, ec);
@@ -75,7 +107,14 @@ void Fleet::WaitFor(Event event, uint64_t seen, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   uint64_t& count = event == Event::kQueued ? queued_ : results_;
   absl::CondVar& cv = event == Event::kQueued ? queued_cv_ : result_cv_;
-  while (count == seen && absl::Now() < deadline) cv.WaitWithDeadline(&mu_, deadline);
+  while (count == seen && absl::Now() < deadline && !shutdown_) cv.WaitWithDeadline(&mu_, deadline);
+}
+
+void Fleet::Shutdown() {
+  shutdown_ = true;
+  absl::MutexLock lock(&mu_);
+  queued_cv_.SignalAll();
+  result_cv_.SignalAll();
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWorkerRequest& r) {
@@ -90,17 +129,34 @@ absl::StatusOr<v1::RegisterWorkerResponse> Fleet::Register(const v1::RegisterWor
   w.gpus.assign(r.gpus().begin(), r.gpus().end());
   w.build_jobs = r.build_jobs();
   w.versions = r.versions();
+  const std::string credential = NewCredential();
+  w.credential_sha256 = Sha256Hex(credential);
   if (absl::Status st = store_->UpsertWorker(w); !st.ok()) return st;
   v1::RegisterWorkerResponse out;
   out.set_worker_id(w.id);
   out.set_lease_timeout_s(options_.lease_seconds);
   out.set_heartbeat_interval_s(options_.heartbeat_seconds);
+  out.set_credential(credential);
+  Notify(Event::kQueued);  // a new worker may take what waited for it
   return out;
+}
+
+absl::Status Fleet::Authenticate(const std::string& worker_id, const std::string& credential) {
+  absl::StatusOr<WorkerRecord> w = store_->GetWorker(worker_id);
+  if (!w.ok()) {
+    if (!absl::IsNotFound(w.status())) return w.status();
+    return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
+  }
+  if (w->credential_sha256.empty() || !SameSecret(Sha256Hex(credential), w->credential_sha256)) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the credential is not worker ", worker_id, "'s (it registered again since?); register again"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<WorkerRecord> Fleet::LiveWorker(const std::string& worker_id) {
   absl::StatusOr<WorkerRecord> w = store_->GetWorker(worker_id);
-  if (!w.ok()) return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register first"));
+  if (!w.ok()) return absl::NotFoundError(absl::StrCat("unknown worker ", worker_id, "; register again"));
   if (!w->quarantine_reason.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker_id, " is quarantined: ", w->quarantine_reason));
@@ -114,15 +170,16 @@ bool Fleet::BuildSlotsAlive() {
   absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
   if (!all.ok()) return false;
   bool alive = false;
-  for (const WorkerRecord& w : *all) {
-    alive = alive || (w.build_jobs > 0 && w.quarantine_reason.empty() && Alive(w, now, LeaseMs()));
-  }
+  for (const WorkerRecord& w : *all) alive = alive || (w.build_jobs > 0 && Alive(w, now, LeaseMs()));
   build_alive_ = alive;
   build_alive_checked_ms_ = now;
   return alive;
 }
 
-absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
+absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r, const std::function<bool()>& gone) {
+  if (!std::isfinite(r.wait_s()) || r.wait_s() < 0 || r.wait_s() > 60) {
+    return absl::InvalidArgumentError("Lease: wait_s must be a number of seconds from 0 to 60");
+  }
   absl::StatusOr<WorkerRecord> w = LiveWorker(r.worker_id());
   if (!w.ok()) return w.status();
   TaskLeaseRequest q;
@@ -131,15 +188,25 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
   q.lease_ms = LeaseMs();
   if (r.gpu_ordinal() >= 0) {
     for (const v1::GpuInfo& g : w->gpus) {
-      if (g.ordinal() == r.gpu_ordinal()) q.gpu = g.model();
+      if (g.ordinal() == r.gpu_ordinal()) {
+        q.gpu = g.model();
+        q.gpu_uuid = g.uuid();
+      }
     }
     if (q.gpu.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("worker ", w->id, " registered no GPU ", r.gpu_ordinal()));
     }
   }
-  const absl::Time deadline = absl::Now() + absl::Seconds(std::min(r.wait_s(), 60.0));
+  if (r.gpu_ordinal() >= 0) {
+    const std::vector<v1::GpuInfo> live = LiveGpus();
+    q.others_alive = std::any_of(live.begin(), live.end(), [&q](const v1::GpuInfo& g) {
+      return g.model() == q.gpu && g.uuid() != q.gpu_uuid;
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(r.wait_s());
   while (true) {
+    if (shutdown_ || (gone && gone())) return v1::LeaseResponse();
     const uint64_t seen = Count(Event::kQueued);
     q.take_builds = r.gpu_ordinal() < 0 || !BuildSlotsAlive();
     absl::StatusOr<std::optional<TaskRecord>> t = store_->LeaseTask(q);
@@ -154,9 +221,15 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r) {
       return out;
     }
     if (absl::Now() >= deadline) return out;
-    // Wake on a queue change, or poll now and then (a lease may expire).
+    // Wake on a queue change, or poll now and then (a lease may expire, the
+    // caller may hang up).
     WaitFor(Event::kQueued, seen, std::min(deadline, absl::Now() + absl::Milliseconds(250)));
   }
+}
+
+void Fleet::Unlease(const v1::Task& task, const std::string& worker_id) {
+  absl::StatusOr<bool> released = store_->ReleaseTask(task.task_id(), task.attempt(), worker_id);
+  if (released.ok() && *released) Notify(Event::kQueued);
 }
 
 absl::StatusOr<v1::HeartbeatResponse> Fleet::Heartbeat(const v1::HeartbeatRequest& r) {
@@ -168,42 +241,8 @@ absl::StatusOr<v1::HeartbeatResponse> Fleet::Heartbeat(const v1::HeartbeatReques
   return out;
 }
 
-absl::StatusOr<v1::ReportResultResponse> Fleet::Report(const v1::ReportResultRequest& r) {
-  absl::StatusOr<TaskRecord> task = store_->GetTask(r.task_id());
-  if (!task.ok()) return task.status();
-  v1::ReportResultResponse out;
-  if (!r.infrastructure_error().empty()) {
-    absl::StatusOr<bool> released = store_->ReleaseTask(r.task_id(), r.attempt(), r.worker_id());
-    if (!released.ok()) return released.status();
-    absl::StatusOr<WorkerRecord> w = store_->RecordWorkerRun(
-        r.worker_id(), task->kind, r.seconds(), true, r.infrastructure_error(), options_.quarantine_after);
-    if (!w.ok()) return w.status();
-    out.set_accepted(false);
-    out.set_reason(absl::StrCat("infrastructure error recorded; task queued again",
-                                w->quarantine_reason.empty() ? "" : "; worker quarantined"));
-    Notify(Event::kQueued);
-    return out;
-  }
-  absl::StatusOr<TaskResultOutcome> outcome =
-      store_->ReportTaskResult(r.task_id(), r.attempt(), r.worker_id(), r.SerializeAsString());
-  if (!outcome.ok()) return outcome.status();
-  out.set_accepted(*outcome != TaskResultOutcome::kRefused);
-  if (*outcome == TaskResultOutcome::kRefused) {
-    Notify(Event::kQueued);  // an expired lease may have gone back to the queue
-    out.set_reason(absl::StrCat("late result refused: the lease of attempt ", r.attempt(),
-                                " had expired or the task was leased again"));
-  }
-  if (*outcome == TaskResultOutcome::kAccepted) {
-    absl::StatusOr<WorkerRecord> w =
-        store_->RecordWorkerRun(r.worker_id(), task->kind, r.seconds(), false, "", options_.quarantine_after);
-    if (!w.ok()) return w.status();
-  }
-  Notify(Event::kResult);
-  return out;
-}
-
 absl::Status Fleet::PutArtifact(const std::string& sha256, const std::string& data) {
-  if (!IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
+  if (!fleet_internal::IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
   if (static_cast<int64_t>(data.size()) > options_.max_artifact_bytes) {
     return absl::InvalidArgumentError("artifact larger than the fleet's limit");
   }
@@ -212,12 +251,15 @@ absl::Status Fleet::PutArtifact(const std::string& sha256, const std::string& da
   }
   const std::string path = absl::StrCat(options_.artifact_dir, "/", sha256);
   if (std::filesystem::exists(path)) return absl::OkStatus();
-  const std::string tmp = absl::StrCat(path, ".tmp.", RandomHex(4));
+  const std::string tmp = absl::StrCat(path, ".tmp.", fleet_internal::RandomHex(4));
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     out.flush();
-    if (!out) return absl::ResourceExhaustedError(absl::StrCat("cannot write artifact ", tmp));
+    if (!out) {
+      std::filesystem::remove(tmp);
+      return absl::ResourceExhaustedError(absl::StrCat("cannot write artifact ", tmp));
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -226,7 +268,7 @@ absl::Status Fleet::PutArtifact(const std::string& sha256, const std::string& da
 }
 
 absl::StatusOr<std::string> Fleet::GetArtifact(const std::string& sha256) {
-  if (!IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
+  if (!fleet_internal::IsHexDigest(sha256)) return absl::InvalidArgumentError("artifact digest is not hex SHA-256");
   std::ifstream in(absl::StrCat(options_.artifact_dir, "/", sha256), std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("no artifact ", sha256));
   std::stringstream ss;
@@ -255,6 +297,8 @@ absl::StatusOr<v1::ListWorkersResponse> Fleet::ListWorkers() {
     s->set_measures_per_minute(w.measure_seconds > 0 ? 60.0 * w.measures / w.measure_seconds : 0);
     s->set_last_heartbeat_age_s((now - w.last_heartbeat_unix_ms) / 1000.0);
     s->set_build_slots(w.build_jobs);
+    s->set_disagreements(w.disagreements);
+    s->set_last_evidence(w.last_evidence);
   }
   return out;
 }
@@ -269,46 +313,15 @@ absl::StatusOr<v1::WorkerStatus> Fleet::ClearQuarantine(const std::string& worke
   return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
 }
 
-absl::StatusOr<std::string> Fleet::Submit(const v1::Task& task, const std::string& gpu,
-                                          const std::string& job_id) {
-  TaskRecord t;
-  t.id = absl::StrCat(task.kind() == v1::TASK_KIND_BUILD ? "b-" : "m-", RandomHex(8));
-  t.kind = task.kind() == v1::TASK_KIND_BUILD ? "build" : "measure";
-  t.job_id = job_id;
-  t.candidate_id = task.candidate().id();
-  t.gpu = gpu;
-  t.payload = task.SerializeAsString();
-  if (absl::Status st = store_->EnqueueTask(t); !st.ok()) return st;
-  Notify(Event::kQueued);
-  return t.id;
-}
-
-absl::StatusOr<v1::ReportResultRequest> Fleet::Await(const std::string& task_id, absl::Time deadline) {
-  while (true) {
-    const uint64_t seen = Count(Event::kResult);
-    absl::StatusOr<TaskRecord> t = store_->GetTask(task_id);
-    if (!t.ok()) return t.status();
-    if (t->state == "done") {
-      v1::ReportResultRequest r;
-      if (!r.ParseFromString(t->result)) {
-        return absl::DataLossError(absl::StrCat("task ", task_id, " has an unreadable result"));
-      }
-      return r;
-    }
-    if (t->state == "cancelled") return absl::CancelledError(absl::StrCat("task ", task_id, " was cancelled"));
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("no result for task ", task_id, " in time"));
-    }
-    WaitFor(Event::kResult, seen, std::min(deadline, absl::Now() + absl::Milliseconds(500)));
-  }
+std::vector<WorkerRecord> Fleet::Workers() {
+  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
+  return all.ok() ? *std::move(all) : std::vector<WorkerRecord>();
 }
 
 std::vector<v1::GpuInfo> Fleet::LiveGpus() {
   std::vector<v1::GpuInfo> gpus;
-  absl::StatusOr<std::vector<WorkerRecord>> all = store_->ListWorkers();
-  if (!all.ok()) return gpus;
   const int64_t now = NowMs();
-  for (const WorkerRecord& w : *all) {
+  for (const WorkerRecord& w : Workers()) {
     if (Alive(w, now, LeaseMs())) gpus.insert(gpus.end(), w.gpus.begin(), w.gpus.end());
   }
   return gpus;

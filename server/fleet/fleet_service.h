@@ -1,11 +1,19 @@
 // FleetService: the Fleet gRPC service (proto/anvil/v1/fleet.proto) over a
-// Fleet, behind the same bearer-token check as KernelSearch (a worker with
-// the wrong token is refused UNAUTHENTICATED). A synchronous service: Lease
+// Fleet. Three kinds of caller, three checks:
+//   RegisterWorker                  the enrolment token (`fleet.enrolment_token_file`,
+//                                   else the API's bearer token)
+//   ListWorkers, ClearQuarantine    the API's bearer token (operators)
+//   Lease, Heartbeat, ReportResult, the worker's own credential, issued at its
+//   PutArtifact, GetArtifact        registration: `authorization: Bearer <credential>`
+//                                   for the worker_id the request names
+// A wrong secret is refused UNAUTHENTICATED, an unknown worker NOT_FOUND
+// (both tell the worker to register again). A synchronous service: Lease
 // long-polls on one of gRPC's own threads, never on the callback threads of
-// KernelSearch. Statuses: the Fleet's, mapped to gRPC codes.
+// KernelSearch, and gives up when its caller hangs up (a task leased as the
+// call ends is queued again). Statuses: the Fleet's, mapped to gRPC codes.
 //
 // Thread-safety: gRPC calls it from many threads; the Fleet is thread-safe.
-// REQUIRES: fleet and auth outlive the service.
+// REQUIRES: fleet and the checks outlive the service.
 #ifndef ANVIL_SERVER_FLEET_FLEET_SERVICE_H_
 #define ANVIL_SERVER_FLEET_FLEET_SERVICE_H_
 
@@ -21,10 +29,10 @@ namespace anvil {
 
 class FleetService final : public v1::Fleet::Service {
  public:
-  // check_auth: OK, or UNAUTHENTICATED, for the call's authorization header.
+  // OK, or UNAUTHENTICATED, for the call's authorization header.
   using AuthCheck = std::function<absl::Status(std::optional<std::string> header)>;
-  FleetService(Fleet* fleet, AuthCheck check_auth)
-      : fleet_(fleet), check_auth_(std::move(check_auth)) {}
+  FleetService(Fleet* fleet, AuthCheck enrol, AuthCheck operators)
+      : fleet_(fleet), enrol_(std::move(enrol)), operators_(std::move(operators)) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context, const v1::RegisterWorkerRequest* request,
                               v1::RegisterWorkerResponse* response) override;
@@ -44,10 +52,12 @@ class FleetService final : public v1::Fleet::Service {
                                v1::WorkerStatus* response) override;
 
  private:
-  absl::Status Authorize(const grpc::ServerContext& context) const;
+  // The worker's credential check for a call naming `worker_id`.
+  absl::Status AuthorizeWorker(const grpc::ServerContext& context, const std::string& worker_id) const;
 
   Fleet* fleet_;
-  AuthCheck check_auth_;
+  AuthCheck enrol_;
+  AuthCheck operators_;
 };
 
 }  // namespace anvil

@@ -3,17 +3,20 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/fleet/fleet_internal.h"
+#include "spdlog/spdlog.h"
 
 namespace anvil {
 namespace {
 
 // Submits every task, then waits for each; results[i] answers tasks[i].
-std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet,
-                                                            const std::vector<v1::Task>& tasks,
-                                                            const std::string& gpu,
-                                                            absl::Duration timeout) {
+std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet, const std::vector<v1::Task>& tasks,
+                                                            const std::vector<std::vector<std::string>>& avoid,
+                                                            const std::string& gpu, absl::Duration timeout,
+                                                            const WorkContext& context) {
   std::vector<absl::StatusOr<std::string>> ids;
-  for (const v1::Task& t : tasks) ids.push_back(fleet.Submit(t, gpu));
+  for (size_t i = 0; i < tasks.size(); ++i) ids.push_back(fleet.Submit(tasks[i], gpu, context.job_id, avoid[i]));
   const absl::Time deadline = absl::Now() + timeout;
   std::vector<absl::StatusOr<v1::ReportResultRequest>> out;
   for (const absl::StatusOr<std::string>& id : ids) {
@@ -21,7 +24,7 @@ std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet,
       out.push_back(id.status());
       continue;
     }
-    absl::StatusOr<v1::ReportResultRequest> r = fleet.Await(*id, deadline);
+    absl::StatusOr<v1::ReportResultRequest> r = fleet.Await(*id, deadline, context);
     if (!r.ok() && absl::IsDeadlineExceeded(r.status())) {
       r = absl::UnavailableError(absl::StrCat("no fleet worker finished task ", *id, " in time"));
     }
@@ -30,14 +33,45 @@ std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet,
   return out;
 }
 
-}  // namespace
-
-std::string RemoteEvaluator::Gpu(const std::vector<v1::GpuInfo>& live) const {
-  if (!options_.gpu.empty()) return options_.gpu;
-  return live.empty() ? "" : live.front().model();
+bool HasModel(const WorkerRecord& w, const std::string& model) {
+  return std::any_of(w.gpus.begin(), w.gpus.end(), [&model](const v1::GpuInfo& g) { return g.model() == model; });
 }
 
-std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<v1::Candidate>& cs) {
+}  // namespace
+
+std::string RemoteEvaluator::Model() const {
+  if (!options_.gpu.empty()) return options_.gpu;
+  const std::vector<v1::GpuInfo> live = fleet_->LiveGpus();
+  if (!live.empty()) return live.front().model();
+  // Nobody live: the model of the GPU worker heard from last.
+  std::string model;
+  int64_t latest = -1;
+  for (const WorkerRecord& w : fleet_->Workers()) {
+    if (!w.gpus.empty() && w.last_heartbeat_unix_ms > latest) {
+      latest = w.last_heartbeat_unix_ms;
+      model = w.gpus.front().model();
+    }
+  }
+  return model;
+}
+
+absl::Status RemoteEvaluator::CanRun(const std::string& gpu) const {
+  const std::string model = Model();
+  if (model.empty()) {
+    return absl::UnavailableError(
+        "no GPU worker has registered with this fleet and fleet.gpu is not set, so no job can be "
+        "measured: start `anvil worker --server HOST:PORT` on a GPU node (or set fleet.gpu to the "
+        "model jobs should wait for)");
+  }
+  if (!gpu.empty() && gpu != model) {
+    return absl::UnavailableError(absl::StrCat("no evaluator for GPU ", gpu, " here: this fleet measures on ",
+                                               model, options_.gpu.empty() ? " (its GPU workers' model)" : " (fleet.gpu)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<v1::Candidate>& cs,
+                                                              const WorkContext& context) {
   std::vector<v1::Task> tasks;
   for (const v1::Candidate& c : cs) {
     v1::Task& t = tasks.emplace_back();
@@ -46,7 +80,9 @@ std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<
     t.set_timeout_s(options_.task_timeout_s);
   }
   std::vector<absl::StatusOr<v1::Build>> out;
-  for (absl::StatusOr<v1::ReportResultRequest>& r : RunAll(*fleet_, tasks, "", options_.task_timeout)) {
+  const std::vector<std::vector<std::string>> avoid(tasks.size());
+  for (absl::StatusOr<v1::ReportResultRequest>& r :
+       RunAll(*fleet_, tasks, avoid, "", options_.task_timeout, context)) {
     if (!r.ok()) {
       out.push_back(r.status());
     } else {
@@ -56,17 +92,16 @@ std::vector<absl::StatusOr<v1::Build>> RemoteEvaluator::Build(const std::vector<
   return out;
 }
 
-std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
-    const std::vector<MeasureRequest>& requests) {
-  const std::string gpu = Gpu(fleet_->LiveGpus());
+std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(const std::vector<MeasureRequest>& requests,
+                                                                    const WorkContext& context) {
+  const std::string gpu = Model();
   std::vector<absl::StatusOr<MeasureResult>> out;
-  if (gpu.empty()) {
-    for (size_t i = 0; i < requests.size(); ++i) {
-      out.push_back(absl::UnavailableError("no GPU worker in the fleet"));
-    }
-    return out;
+  if (absl::Status st = CanRun(""); !st.ok()) {
+    return std::vector<absl::StatusOr<MeasureResult>>(requests.size(), st);
   }
+  const std::optional<v1::RunnerInfo> facts = device();
   std::vector<v1::Task> tasks;
+  std::vector<std::vector<std::string>> avoid;
   for (const MeasureRequest& r : requests) {
     v1::Task& t = tasks.emplace_back();
     t.set_kind(v1::TASK_KIND_MEASURE);
@@ -75,26 +110,24 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
     for (const v1::Shape& s : r.shapes) {
       v1::Problem* p = t.add_problems();
       p->set_gpu(gpu);
-      p->set_arch(r.candidate.arch());
+      p->set_arch(facts ? facts->arch() : r.candidate.arch());
       p->set_layout(r.candidate.layout());
+      p->set_dtype(v1::DTYPE_F16_F32ACC);
       *p->mutable_shape() = s;
     }
     t.set_recheck(r.recheck);
     for (const v1::LtAlgo& a : r.known_lt_algos) *t.add_known_lt_algos() = a;
     t.set_timeout_s(options_.task_timeout_s);
+    avoid.push_back(r.recheck ? r.measured_by : std::vector<std::string>());
   }
   std::vector<absl::StatusOr<v1::ReportResultRequest>> results =
-      RunAll(*fleet_, tasks, gpu, options_.task_timeout);
+      RunAll(*fleet_, tasks, avoid, gpu, options_.task_timeout, context);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       out.push_back(results[i].status());
       continue;
     }
-    if (results[i]->measurements_size() != static_cast<int>(requests[i].shapes.size())) {
-      out.push_back(absl::InternalError(absl::StrCat("a worker answered ", results[i]->measurements_size(),
-                                                     " of ", requests[i].shapes.size(), " shapes")));
-      continue;
-    }
+    // The Fleet refused any result whose measurements do not answer the task.
     MeasureResult m;
     m.measurements.assign(results[i]->measurements().begin(), results[i]->measurements().end());
     m.tuned.assign(results[i]->tuned().begin(), results[i]->tuned().end());
@@ -106,23 +139,55 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(
 
 int RemoteEvaluator::MeasureSlots() const {
   const std::vector<v1::GpuInfo> live = fleet_->LiveGpus();
-  const std::string gpu = Gpu(live);
+  const std::string gpu = Model();
   const auto slots =
       std::count_if(live.begin(), live.end(), [&gpu](const v1::GpuInfo& g) { return g.model() == gpu; });
   return std::max<int>(1, static_cast<int>(slots));
 }
 
 std::optional<v1::RunnerInfo> RemoteEvaluator::device() const {
-  const std::vector<v1::GpuInfo> live = fleet_->LiveGpus();
-  const std::string gpu = Gpu(live);
-  auto g = std::find_if(live.begin(), live.end(), [&gpu](const v1::GpuInfo& x) { return x.model() == gpu; });
-  if (g == live.end()) return std::nullopt;
-  v1::RunnerInfo info;
-  info.set_gpu(g->model());
-  info.set_arch(g->arch());
-  info.set_gpu_uuid(g->uuid());
-  info.set_sm_count(g->sm_count());
-  return info;
+  const std::string gpu = Model();
+  if (gpu.empty()) return std::nullopt;
+  for (const WorkerRecord& w : fleet_->Workers()) {
+    for (const v1::GpuInfo& g : w.gpus) {
+      if (g.model() != gpu) continue;
+      v1::RunnerInfo info;
+      info.set_gpu(g.model());
+      info.set_arch(g.arch());
+      info.set_gpu_uuid(g.uuid());
+      info.set_sm_count(g.sm_count());
+      info.set_versions(w.versions);
+      return info;
+    }
+  }
+  return std::nullopt;
+}
+
+void RemoteEvaluator::JobStarting(const std::string& job_id) {
+  if (absl::Status st = fleet_->ParkJob(job_id); !st.ok()) {
+    spdlog::warn("fleet: parking the earlier tasks of job {}: {}", job_id, std::string(st.message()));
+  }
+}
+
+void RemoteEvaluator::JobStopped(const std::string& job_id, bool ended) {
+  if (!ended) return;  // a drain: its tasks stay for the run that resumes it
+  if (absl::Status st = fleet_->CancelJob(job_id); !st.ok()) {
+    spdlog::warn("fleet: cancelling the tasks of job {}: {}", job_id, std::string(st.message()));
+  }
+}
+
+std::string RemoteEvaluator::Waiting() const {
+  const std::string gpu = Model();
+  if (gpu.empty()) return "no GPU worker has registered with the fleet";
+  const int64_t now = fleet_internal::NowMs();
+  const int64_t until = fleet_->AbleUntilMs("measure", gpu);
+  if (until >= now) return "";
+  bool known = false;
+  for (const WorkerRecord& w : fleet_->Workers()) known = known || HasModel(w, gpu);
+  return absl::StrFormat("no live GPU worker of model %s in the fleet%s; waiting up to %.0f s for one "
+                         "(fleet.worker_wait_seconds)",
+                         gpu, known ? absl::StrFormat(" (the last was declared dead %.0f s ago)", (now - until) / 1000.0) : "",
+                         fleet_->options().worker_wait_seconds);
 }
 
 }  // namespace anvil

@@ -14,8 +14,8 @@ std::string VerdictLabel(v1::Verdict v) {
 }  // namespace
 
 std::vector<absl::StatusOr<v1::Build>> MeteredEvaluator::Build(
-    const std::vector<v1::Candidate>& candidates) {
-  std::vector<absl::StatusOr<v1::Build>> builds = inner_->Build(candidates);
+    const std::vector<v1::Candidate>& candidates, const WorkContext& context) {
+  std::vector<absl::StatusOr<v1::Build>> builds = inner_->Build(candidates, context);
   for (const absl::StatusOr<v1::Build>& b : builds) {
     if (b.ok()) metrics_.CandidateBuilt(b->verdict() == v1::VERDICT_PASSED, b->seconds());
   }
@@ -23,8 +23,8 @@ std::vector<absl::StatusOr<v1::Build>> MeteredEvaluator::Build(
 }
 
 std::vector<absl::StatusOr<MeasureResult>> MeteredEvaluator::Measure(
-    const std::vector<MeasureRequest>& requests) {
-  std::vector<absl::StatusOr<MeasureResult>> results = inner_->Measure(requests);
+    const std::vector<MeasureRequest>& requests, const WorkContext& context) {
+  std::vector<absl::StatusOr<MeasureResult>> results = inner_->Measure(requests, context);
   for (const absl::StatusOr<MeasureResult>& r : results) {
     if (!r.ok()) continue;
     for (const v1::Measurement& m : r->measurements) {

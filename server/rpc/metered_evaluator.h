@@ -18,10 +18,15 @@ class MeteredEvaluator final : public CandidateEvaluator {
   MeteredEvaluator(std::unique_ptr<CandidateEvaluator> inner, ServerMetrics& metrics)
       : inner_(std::move(inner)), metrics_(metrics) {}
 
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates) override;
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests) override;
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& candidates,
+                                               const WorkContext& context) override;
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests,
+                                                     const WorkContext& context) override;
   std::optional<v1::RunnerInfo> device() const override { return inner_->device(); }
   int MeasureSlots() const override { return inner_->MeasureSlots(); }
+  void JobStarting(const std::string& job_id) override { inner_->JobStarting(job_id); }
+  void JobStopped(const std::string& job_id, bool ended) override { inner_->JobStopped(job_id, ended); }
+  std::string Waiting() const override { return inner_->Waiting(); }
 
  private:
   std::unique_ptr<CandidateEvaluator> inner_;

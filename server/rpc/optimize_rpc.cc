@@ -8,8 +8,16 @@
 
 namespace anvil::rpc {
 
-// UNAVAILABLE for a problem naming a GPU model this server does not measure on.
+// UNAVAILABLE for a problem naming a GPU model this server does not measure
+// on, or a job that can never run here (a fleet no GPU worker ever joined).
 absl::Status KernelSearchService::CheckGpu(const v1::OptimizeKernelRequest& request) {
+  if (deps_.can_run) {
+    if (absl::Status st = deps_.can_run(""); !st.ok()) return st;
+    for (const v1::Problem& p : request.problems()) {
+      if (absl::Status st = deps_.can_run(p.gpu()); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
   const std::string here = deps_.gpu ? deps_.gpu() : "";
   if (here.empty()) return absl::OkStatus();
   for (const v1::Problem& p : request.problems()) {

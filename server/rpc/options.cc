@@ -1,12 +1,14 @@
 // The option table and the three ways of setting an option (TOML, environment, flag).
 #include "server/rpc/options.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <variant>
 
 #include <toml++/toml.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -52,6 +54,7 @@ const Entry kTable[] = {
     {"keepalive.min_client_ping_interval_ms", &ServerOptions::min_client_ping_interval_ms, "clients pinging more often are sent GOAWAY"},
     {"keepalive.permit_without_calls", &ServerOptions::permit_keepalive_without_calls, "clients may ping with no call open"},
     {"auth.token_file", &ServerOptions::token_file, "file holding the bearer token clients must send ($ANVIL_AUTH_TOKEN: the token itself)"},
+    {"auth.allow_unauthenticated", &ServerOptions::allow_unauthenticated, "serve a non-loopback address without a token (refused otherwise)"},
     {"tls.cert_file", &ServerOptions::cert_file, "PEM certificate chain (TLS on when set with tls.key_file)"},
     {"tls.key_file", &ServerOptions::key_file, "PEM private key"},
     {"metrics.listen", &ServerOptions::metrics_listen, "host:port of the Prometheus /metrics endpoint (empty: off)"},
@@ -61,7 +64,10 @@ const Entry kTable[] = {
     {"fleet.heartbeat_seconds", &ServerOptions::fleet_heartbeat_seconds, "workers heartbeat this often (below fleet.lease_seconds)"},
     {"fleet.quarantine_after", &ServerOptions::fleet_quarantine_after, "consecutive infrastructure failures that quarantine a worker"},
     {"fleet.artifact_dir", &ServerOptions::fleet_artifact_dir, "built artifacts by SHA-256 (empty: <server.db>.artifacts)"},
-    {"fleet.gpu", &ServerOptions::fleet_gpu, "GPU model fleet jobs measure on (empty: the first GPU worker's)"},
+    {"fleet.gpu", &ServerOptions::fleet_gpu, "GPU model fleet jobs measure on (empty: the GPU workers')"},
+    {"fleet.enrolment_token_file", &ServerOptions::fleet_enrolment_token_file, "file holding the token workers register with (empty: auth.token_file's)"},
+    {"fleet.worker_wait_seconds", &ServerOptions::fleet_worker_wait_seconds, "a job waits this long for a live worker able to take its tasks"},
+    {"fleet.cross_check_tolerance", &ServerOptions::fleet_cross_check_tolerance, "a re-check on another GPU off by more than this fraction verifies nothing"},
 };
 
 const Entry* Find(const std::string& name) {
@@ -198,15 +204,29 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (!IsFigure(o.default_figure)) {
     return bad("jobs.default_figure must be one of " + FigureList());
   }
-  if (o.fleet_lease_seconds <= 0 || o.fleet_heartbeat_seconds <= 0 ||
+  for (double x : {o.drain_seconds, o.default_wall_seconds, o.default_gpu_seconds, o.default_plateau_candidates,
+                   o.default_target_efficiency, o.fleet_lease_seconds, o.fleet_heartbeat_seconds,
+                   o.fleet_worker_wait_seconds, o.fleet_cross_check_tolerance}) {
+    if (!std::isfinite(x) || x < 0) return bad("every number of seconds, budget and fraction must be finite and >= 0");
+  }
+  if (!(o.fleet_lease_seconds > 0) || !(o.fleet_heartbeat_seconds > 0) ||
       o.fleet_heartbeat_seconds >= o.fleet_lease_seconds || o.fleet_quarantine_after < 1) {
     return bad("fleet: need 0 < heartbeat_seconds < lease_seconds and quarantine_after >= 1");
   }
+  if (!(o.fleet_cross_check_tolerance > 0)) return bad("fleet.cross_check_tolerance must be above 0");
   if (o.max_receive_message_bytes < 1024 || o.max_send_message_bytes < 1024) {
     return bad("limits.*_message_bytes must be at least 1024");
   }
-  if (o.drain_seconds <= 0) return bad("server.drain_seconds must be positive");
+  if (!(o.drain_seconds > 0)) return bad("server.drain_seconds must be positive");
   return absl::OkStatus();
+}
+
+bool IsLoopbackAddress(const std::string& listen) {
+  if (absl::StartsWith(listen, "unix:")) return true;
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 std::map<std::string, std::string> ProcessEnvironment() {

@@ -47,6 +47,9 @@ struct ServerOptions {
   bool permit_keepalive_without_calls = true; // clients may ping with no call open (watch clients)
   // [auth]
   std::string token_file;  // bearer token clients must send; empty with no $ANVIL_AUTH_TOKEN: off
+  // Serve a non-loopback address (server.listen, metrics.listen) with no
+  // token: refused at start unless this is set.
+  bool allow_unauthenticated = false;
   // [tls]
   std::string cert_file;   // PEM certificate chain; with key_file: TLS instead of plaintext
   std::string key_file;    // PEM private key
@@ -61,7 +64,16 @@ struct ServerOptions {
   int fleet_quarantine_after = 3;     // consecutive infrastructure failures that quarantine a worker
   std::string fleet_artifact_dir;     // built artifacts by SHA-256; empty: <db>.artifacts
   std::string fleet_gpu;              // the GPU model jobs measure on; empty: the first worker's
+  // The token workers register with (RegisterWorker); empty: auth.token_file's.
+  std::string fleet_enrolment_token_file;
+  double fleet_worker_wait_seconds = 600;  // a job waits this long for a live worker able to take its tasks
+  // A re-check on another GPU whose figure differs from the original's by
+  // more than this fraction does not verify, and records a disagreement.
+  double fleet_cross_check_tolerance = 0.25;
 };
+
+// Whether a listen address ("host:port") is reachable only from this host.
+bool IsLoopbackAddress(const std::string& listen);
 
 // One option as the table names it: "section.key", its help text and the
 // text form of its default.

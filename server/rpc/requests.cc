@@ -1,6 +1,10 @@
 #include "server/rpc/requests.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -15,10 +19,23 @@ bool PrintableAscii(const std::string& s) {
 }
 
 absl::Status ValidateBudget(const v1::Budget& b) {
-  if (b.max_candidates() < 0 || b.max_wall_seconds() < 0 || b.max_gpu_seconds() < 0 ||
-      b.plateau_candidates() < 0 || b.target_efficiency() < 0 || b.target_efficiency() > 1) {
-    return absl::InvalidArgumentError(
-        "budget: every limit must be >= 0 (0: the server default), target_efficiency at most 1");
+  if (absl::Status st = CheckBudget(b); !st.ok()) return st;
+  if (b.target_efficiency() > 1) return absl::InvalidArgumentError("budget: target_efficiency is at most 1");
+  return absl::OkStatus();
+}
+
+// "embedded", "llm", or both comma-separated, each once (the proto's
+// documented forms); the server's factory then checks what it can make.
+absl::Status ValidateProposers(const std::string& proposer) {
+  if (proposer.empty()) return absl::OkStatus();
+  std::vector<std::string> seen;
+  for (absl::string_view name : absl::StrSplit(proposer, ',')) {
+    if ((name != "embedded" && name != "llm") ||
+        std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "proposer: '", proposer, "' is not embedded, llm, or both comma-separated (each once)"));
+    }
+    seen.emplace_back(name);
   }
   return absl::OkStatus();
 }
@@ -46,9 +63,7 @@ absl::Status ValidateOptimizeRequest(const v1::OptimizeKernelRequest& r, const S
   for (int i = 0; i < r.problems_size(); ++i) {
     if (absl::Status st = ValidateRequestProblem(i, r.problems(i)); !st.ok()) return st;
   }
-  if (!r.proposer().empty() && r.proposer() != "embedded" && r.proposer() != "llm") {
-    return absl::InvalidArgumentError(absl::StrCat("proposer: '", r.proposer(), "' is not embedded or llm"));
-  }
+  if (absl::Status st = ValidateProposers(r.proposer()); !st.ok()) return st;
   if (!r.reward_figure().empty() && !IsFigure(r.reward_figure())) {
     return absl::InvalidArgumentError("reward_figure must be device, warm, cold or call");
   }

@@ -15,12 +15,14 @@
 #include "absl/strings/str_replace.h"
 #include "server/fleet/fleet.h"
 #include "server/fleet/remote_evaluator.h"
+#include "server/rpc/auth.h"
 #include "server/rpc/metered_evaluator.h"
 #include "server/rpc/metrics.h"
 #include "server/rpc/server.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "store/store.h"
+#include "store/writer_lock.h"
 
 namespace anvil {
 namespace {
@@ -64,6 +66,8 @@ JobServiceOptions JobOptions(const ServerOptions& o, Store& store, CandidateEval
                              ProposerSet proposers) {
   JobServiceOptions j;
   j.store = &store;
+  j.cross_check_tolerance = o.fleet_cross_check_tolerance;
+  j.quarantine_after = o.fleet_quarantine_after;
   j.evaluator = &evaluator;
   j.proposers = std::move(proposers.factory);
   j.share_policy = std::move(proposers.share_policy);
@@ -82,27 +86,55 @@ FleetOptions FleetOptionsOf(const ServerOptions& o) {
   f.lease_seconds = o.fleet_lease_seconds;
   f.heartbeat_seconds = o.fleet_heartbeat_seconds;
   f.quarantine_after = o.fleet_quarantine_after;
+  f.worker_wait_seconds = o.fleet_worker_wait_seconds;
   f.artifact_dir = o.fleet_artifact_dir.empty() ? o.db + ".artifacts" : o.fleet_artifact_dir;
   return f;
 }
 
 // fleet.enabled: jobs measure on the fleet's workers.
-absl::StatusOr<std::unique_ptr<CandidateEvaluator>> FleetEvaluator(const ServerOptions& o, Fleet* fleet) {
+std::unique_ptr<RemoteEvaluator> FleetEvaluator(const ServerOptions& o, Fleet* fleet) {
   RemoteEvaluatorOptions r;
   r.gpu = o.fleet_gpu;
-  spdlog::info("anvil serve: measuring on the fleet (lease {} s, heartbeat {} s)", o.fleet_lease_seconds,
-               o.fleet_heartbeat_seconds);
-  return std::unique_ptr<CandidateEvaluator>(std::make_unique<RemoteEvaluator>(fleet, r));
+  spdlog::info("anvil serve: measuring on the fleet (lease {} s, heartbeat {} s; a job waits up to {} s for "
+               "a live worker)", o.fleet_lease_seconds, o.fleet_heartbeat_seconds, o.fleet_worker_wait_seconds);
+  return std::make_unique<RemoteEvaluator>(fleet, r);
+}
+
+// No token on a non-loopback address is refused unless asked for by name;
+// a token in clear on one is said loudly (TLS is the default to deploy).
+absl::Status CheckExposure(const ServerOptions& o) {
+  absl::StatusOr<rpc::TokenAuth> auth = rpc::TokenAuth::Load(o.token_file, ProcessEnvironment());
+  if (!auth.ok()) return auth.status();
+  for (const std::string& listen : {o.listen, o.metrics_listen}) {
+    if (listen.empty() || IsLoopbackAddress(listen)) continue;
+    if (!auth->enabled() && !o.allow_unauthenticated) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "refusing to serve ", listen, " (not loopback) without a bearer token: anyone who reaches it could "
+          "run jobs, register workers and read the store. Set auth.token_file (or $ANVIL_AUTH_TOKEN), "
+          "or auth.allow_unauthenticated = true to accept the risk"));
+    }
+    if (!auth->enabled()) {
+      spdlog::warn("anvil serve: {} is served WITHOUT AUTHENTICATION (auth.allow_unauthenticated): anyone who "
+                   "reaches it can run jobs and register workers", listen);
+    } else if (o.cert_file.empty() && listen == o.listen) {
+      spdlog::warn("anvil serve: {} is not loopback and speaks PLAINTEXT: the bearer token and the workers' "
+                   "credentials cross the network in clear; set tls.cert_file and tls.key_file (server/CONFIG.md)",
+                   listen);
+    }
+  }
+  return absl::OkStatus();
 }
 
 // What a server with no GPU measures with: nothing (OptimizeKernel is refused first).
 class NoEvaluator final : public CandidateEvaluator {
  public:
   explicit NoEvaluator(std::string why) : why_(std::move(why)) {}
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& c) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& c,
+                                               const WorkContext&) override {
     return std::vector<absl::StatusOr<v1::Build>>(c.size(), absl::UnavailableError(why_));
   }
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& r) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& r,
+                                                     const WorkContext&) override {
     return std::vector<absl::StatusOr<MeasureResult>>(r.size(), absl::UnavailableError(why_));
   }
   std::optional<v1::RunnerInfo> device() const override { return std::nullopt; }
@@ -154,6 +186,11 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
 
   absl::StatusOr<ServerOptions> options = ParseOptions(args, program);
   if (!options.ok()) return absl::IsCancelled(options.status()) ? 0 : Fail(options.status(), 2);
+  if (absl::Status st = CheckExposure(*options); !st.ok()) return Fail(st, 2);
+  // One writer per store: a second server or an `anvil optimize` on the same
+  // file is refused here, not raced.
+  absl::StatusOr<WriterLock> writer = WriterLock::Acquire(options->db, "anvil serve");
+  if (!writer.ok()) return Fail(writer.status(), 4);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options->db);
   if (!store.ok()) return Fail(store.status(), 4);
   absl::StatusOr<std::unique_ptr<rpc::ServerMetrics>> metrics = Server::MakeMetrics(*options, **store);
@@ -162,8 +199,15 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Create(store->get(), FleetOptionsOf(*options));
   if (!fleet.ok()) return Fail(fleet.status(), 4);
   std::string no_evaluator;
-  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made =
-      options->fleet_enabled ? FleetEvaluator(*options, fleet->get()) : components.evaluator(*options);
+  RemoteEvaluator* remote = nullptr;
+  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made = absl::UnknownError("");
+  if (options->fleet_enabled) {
+    std::unique_ptr<RemoteEvaluator> r = FleetEvaluator(*options, fleet->get());
+    remote = r.get();
+    made = std::unique_ptr<CandidateEvaluator>(std::move(r));
+  } else {
+    made = components.evaluator(*options);
+  }
   std::unique_ptr<CandidateEvaluator> inner;
   if (made.ok()) {
     inner = *std::move(made);
@@ -179,15 +223,22 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
       JobService::Create(JobOptions(*options, **store, evaluator, *std::move(proposers)));
   if (!jobs.ok()) return Fail(jobs.status(), 1);
 
-  absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::Start(*options, ServerParts{store->get(), jobs->get(), metrics->get(), no_evaluator,
-                                          [&evaluator, known = components.gpu] {
-                                            std::optional<v1::RunnerInfo> d = evaluator.device();
-                                            return d ? d->gpu() : known;
-                                          },
-                                          // the Fleet service only with fleet.enabled: a worker
-                                          // or `anvil workers` elsewhere is told UNIMPLEMENTED
-                                          options->fleet_enabled ? fleet->get() : nullptr});
+  ServerParts parts;
+  parts.store = store->get();
+  parts.jobs = jobs->get();
+  parts.metrics = metrics->get();
+  parts.no_evaluator_reason = no_evaluator;
+  parts.gpu = [&evaluator, known = components.gpu] {
+    std::optional<v1::RunnerInfo> d = evaluator.device();
+    return d ? d->gpu() : known;
+  };
+  if (remote != nullptr) {
+    parts.can_run = [remote](const std::string& gpu) { return remote->CanRun(gpu); };
+    // the Fleet service only with fleet.enabled: a worker or `anvil workers`
+    // elsewhere is told UNIMPLEMENTED
+    parts.fleet = fleet->get();
+  }
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*options, parts);
   if (!server.ok()) return Fail(server.status(), 3);
   if (absl::Status st = WritePortFile(options->port_file, (*server)->port()); !st.ok()) return Fail(st, 1);
 

@@ -74,6 +74,8 @@ struct Server::Impl {
   Store* store = nullptr;
   JobService* jobs = nullptr;
   rpc::TokenAuth auth = rpc::TokenAuth::Off();
+  rpc::TokenAuth enrol = rpc::TokenAuth::Off();  // RegisterWorker's
+  Fleet* fleet = nullptr;
   std::unique_ptr<rpc::Executor> executor;
   rpc::ServerMetrics* metrics = nullptr;
   std::unique_ptr<rpc::KernelSearchService> service;
@@ -127,6 +129,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   impl->store = parts.store;
   impl->jobs = parts.jobs;
   impl->metrics = parts.metrics;
+  impl->fleet = parts.fleet;
   Store& store = *parts.store;
   JobService& jobs = *parts.jobs;
   absl::StatusOr<rpc::TokenAuth> auth = rpc::TokenAuth::Load(options.token_file, ProcessEnvironment());
@@ -138,7 +141,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   Impl* raw = impl.get();
   rpc::ServiceDeps deps{&impl->options, &store, &jobs, impl->executor.get(), impl->metrics,
                         &impl->auth, [raw](const std::string& id) { raw->WatchForMetrics(id); },
-                        parts.no_evaluator_reason, parts.gpu};
+                        parts.no_evaluator_reason, parts.gpu, parts.can_run};
   impl->service = std::make_unique<rpc::KernelSearchService>(std::move(deps));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -148,11 +151,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   Configure(options, builder);
   builder.RegisterService(impl->service.get());
   if (parts.fleet != nullptr) {
-    const rpc::TokenAuth* auth_check = &impl->auth;
-    impl->fleet_service = std::make_unique<FleetService>(
-        parts.fleet, [auth_check](std::optional<std::string> header) {
-          return auth_check->CheckHeader(std::move(header));
-        });
+    // Workers register with the enrolment token (its own file, else the API's).
+    absl::StatusOr<rpc::TokenAuth> enrol =
+        options.fleet_enrolment_token_file.empty()
+            ? absl::StatusOr<rpc::TokenAuth>(impl->auth)
+            : rpc::TokenAuth::Load(options.fleet_enrolment_token_file, {});
+    if (!enrol.ok()) return enrol.status();
+    impl->enrol = *enrol;
+    auto check = [](const rpc::TokenAuth* a) {
+      return [a](std::optional<std::string> header) { return a->CheckHeader(std::move(header)); };
+    };
+    impl->fleet_service = std::make_unique<FleetService>(parts.fleet, check(&impl->enrol), check(&impl->auth));
     builder.RegisterService(impl->fleet_service.get());
   }
   impl->server = builder.BuildAndStart();
@@ -236,8 +245,10 @@ void Server::Drain(absl::Duration grace) {
   impl_->service->StopAccepting();
   spdlog::info("anvil serve: draining (NOT_SERVING; checkpointing running jobs)");
   // Jobs stop at their next checkpoint (everything measured is stored as it
-  // is measured; the store resumes them in the next process).
+  // is measured; the store resumes them in the next process). Their waits on
+  // fleet tasks end now: the tasks stay queued for the next process.
   impl_->jobs->Shutdown();
+  if (impl_->fleet != nullptr) impl_->fleet->Shutdown();
   impl_->service->CloseStreams();
   impl_->server->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
   {

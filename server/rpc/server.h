@@ -39,8 +39,13 @@ struct ServerParts {
   // The GPU model this server measures on ("" while unknown): a problem naming
   // another is refused UNAVAILABLE (no evaluator for that GPU here).
   std::function<std::string()> gpu;
-  // The fleet whose Fleet service this server also serves (same port, same
-  // bearer token); null: none.
+  // Whether a job for problems on a GPU model ("": any) can ever run here:
+  // OK, or UNAVAILABLE with why (a fleet no GPU worker ever joined). Empty:
+  // the `gpu` rule alone.
+  std::function<absl::Status(const std::string& gpu)> can_run;
+  // The fleet whose Fleet service this server also serves (same port;
+  // operators with the bearer token, workers registering with the enrolment
+  // token, then with their own credentials); null: none.
   Fleet* fleet = nullptr;
 };
 

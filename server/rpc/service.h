@@ -47,6 +47,7 @@ struct ServiceDeps {  // not owned; each outlives the service
   std::function<void(const std::string& job_id)> job_started;
   std::string no_evaluator_reason;  // non-empty: OptimizeKernel is UNAVAILABLE
   std::function<std::string()> gpu;  // the GPU measured on, "" while unknown (ServerParts::gpu)
+  std::function<absl::Status(const std::string& gpu)> can_run;  // ServerParts::can_run
 };
 
 class KernelSearchService final : public v1::KernelSearch::CallbackService {

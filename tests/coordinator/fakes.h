@@ -6,7 +6,8 @@
 //                     GPU and clock time per shape; counts every pair measured.
 //   ScriptedProposer  proposes a fixed list of candidates per problem, in the
 //                     order given; in the final phase it re-checks each
-//                     problem's fastest passed candidate once.
+//                     problem's fastest passed candidate (once, or as often
+//                     as asked).
 // Thread-compatible, like the interfaces' users expect (the evaluator's
 // counters are read after the job ends).
 #ifndef ANVIL_TESTS_COORDINATOR_FAKES_H_
@@ -53,7 +54,8 @@ class FakeEvaluator : public CandidateEvaluator {
  public:
   explicit FakeEvaluator(FakeClock* clock) : clock_(clock) {}
 
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs,
+                                               const WorkContext& = {}) override {
     std::vector<absl::StatusOr<v1::Build>> out;
     for (const v1::Candidate& c : cs) {
       v1::Build b;
@@ -69,7 +71,8 @@ class FakeEvaluator : public CandidateEvaluator {
     return out;
   }
 
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
+                                                     const WorkContext& = {}) override {
     std::vector<absl::StatusOr<MeasureResult>> out;
     for (const MeasureRequest& r : rs) {
       if (fail_after >= 0 && measured_total >= fail_after) {
@@ -141,8 +144,9 @@ class FakeEvaluator : public CandidateEvaluator {
 // problems first). Final phase: one re-check per problem of its fastest.
 class ScriptedProposer : public Proposer {
  public:
-  ScriptedProposer(std::string name, std::vector<std::vector<v1::Candidate>> script)
-      : name_(std::move(name)), script_(std::move(script)) {}
+  // rechecks: re-checks of each problem's fastest in the final phase.
+  ScriptedProposer(std::string name, std::vector<std::vector<v1::Candidate>> script, int rechecks = 1)
+      : name_(std::move(name)), script_(std::move(script)), rechecks_(rechecks) {}
 
   const std::string& name() const override { return name_; }
 
@@ -188,18 +192,21 @@ class ScriptedProposer : public Proposer {
     std::vector<Proposal> out;
     for (const auto& [p, best] : best_) {
       if (!rechecked_.insert(p).second) continue;
-      Proposal r;
-      r.candidate = best.second;
-      r.problems = {p};
-      r.recheck = true;
-      r.stage = "verify";
-      out.push_back(std::move(r));
+      for (int i = 0; i < rechecks_; ++i) {
+        Proposal r;
+        r.candidate = best.second;
+        r.problems = {p};
+        r.recheck = true;
+        r.stage = "verify";
+        out.push_back(std::move(r));
+      }
     }
     return out;
   }
 
   std::string name_;
   std::vector<std::vector<v1::Candidate>> script_;
+  const int rechecks_;
   size_t next_problem_ = 0, next_ = 0;
   std::map<int, std::pair<double, v1::Candidate>> best_;
   std::set<int> rechecked_;

@@ -1,216 +1,11 @@
-// End to end: a real anvil_test_server with fleet.enabled (ServeMain, the
-// Fleet service, RemoteEvaluator, the coordinator's ScriptedProposer) and
-// real anvil_test_worker processes (WorkerMain and FleetWorker with a test
-// evaluator for the node) over loopback gRPC, on a real store. Workers are
-// killed, paused and refused; the store's tasks and measurements are checked
-// against what the job issued.
-#include <gtest/gtest.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// End to end: the fleet's jobs run on real anvil_test_worker processes
+// (tests/fleet/fleet_fixture.h); workers are killed, paused and refused, the
+// server killed, and the store's tasks and measurements are checked against
+// what the jobs issued.
+#include "tests/fleet/fleet_fixture.h"
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <random>
-#include <set>
-#include <thread>
-
-#include "absl/strings/str_cat.h"
-#include "proto/problem.h"
-#include "server/rpc/client.h"
-#include "store/store.h"
-#include "tests/serve/server_process.h"
-
-namespace anvil {
+namespace anvil::testing_fleet {
 namespace {
-
-using testing_serve::ServerProcess;
-
-// One anvil_test_worker process.
-class WorkerProcess {
- public:
-  WorkerProcess(std::string dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
-  ~WorkerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  void Start(const std::string& target, std::vector<std::string> extra = {},
-             std::map<std::string, std::string> env = {}) {
-    std::vector<std::string> args = {ANVIL_TEST_WORKER, "--server", target, "--hostname", name_,
-                                     "--cache-dir", absl::StrCat(dir_, "/cache-", name_),
-                                     "--lease-wait", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    env["TMPDIR"] = dir_;
-    pid_ = fork();
-    if (pid_ == 0) {
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      freopen(absl::StrCat(dir_, "/worker-", name_, ".log").c_str(), "a", stderr);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(args[0].c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  void Signal(int sig) { kill(pid_, sig); }
-  void KillAndReap() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  // Exit code after up to `seconds` (-1: still running).
-  int Wait(double seconds) {
-    for (int i = 0; i < seconds * 100; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  std::string log() const {
-    std::ifstream in(absl::StrCat(dir_, "/worker-", name_, ".log"));
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  std::string dir_, name_;
-  pid_t pid_ = -1;
-};
-
-int64_t RawInt(const std::string& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
-  int64_t v = -1;
-  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  sqlite3_close(h);
-  return v;
-}
-
-std::string RawText(const std::string& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
-  std::string v;
-  if (sqlite3_step(s) == SQLITE_ROW) v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-  sqlite3_finalize(s);
-  sqlite3_close(h);
-  return v;
-}
-
-// A command's standard output and error.
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen(absl::StrCat(command, " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
-class FleetTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = absl::StrCat(::testing::TempDir(), "/fleet_",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    db_ = dir_ + "/anvil.db";
-    server_ = std::make_unique<ServerProcess>(ANVIL_TEST_SERVER, db_, dir_);
-  }
-
-  bool StartServer(const std::string& lease = "2", std::map<std::string, std::string> env = {}) {
-    return server_->Start({"--fleet-enabled", "true", "--fleet-lease-seconds", lease,
-                           "--fleet-heartbeat-seconds", "0.3", "--fleet-gpu", "FAKE-GPU"},
-                          env);
-  }
-
-  WorkerProcess& AddWorker(const std::string& name, std::vector<std::string> extra = {},
-                           std::map<std::string, std::string> env = {}) {
-    workers_.push_back(std::make_unique<WorkerProcess>(dir_, name));
-    workers_.back()->Start(server_->target(), std::move(extra), std::move(env));
-    return *workers_.back();
-  }
-
-  std::unique_ptr<KernelSearchClient> Client(const std::string& token = "") {
-    ClientOptions o;
-    o.target = server_->target();
-    o.token = token;
-    return *KernelSearchClient::Connect(o);
-  }
-
-  static v1::OptimizeKernelRequest Request(std::vector<std::string> shapes) {
-    v1::OptimizeKernelRequest r;
-    for (const std::string& s : shapes) {
-      v1::Problem* p = r.add_problems();
-      *p->mutable_shape() = *ParseShape(s);
-      p->set_layout(v1::LAYOUT_NT);
-    }
-    return r;
-  }
-
-  // Starts the job, then polls it until it ends (any stream break is fine:
-  // the server may be killed meanwhile). `during` runs once per poll.
-  v1::Job RunJob(const v1::OptimizeKernelRequest& r, const std::function<void()>& during,
-                 double timeout_s = 240) {
-    std::string job_id;
-    {
-      auto c = Client();
-      absl::Status st = c->OptimizeKernel(r, [&](const v1::JobProgress& p) {
-        job_id = p.job().id();
-        return false;  // detach at the first event
-      });
-      EXPECT_TRUE(st.ok()) << st;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - start < std::chrono::duration<double>(timeout_s)) {
-      during();
-      auto c = Client();
-      absl::StatusOr<v1::Job> j = c->GetJob(job_id);
-      if (j.ok() && (j->state() == v1::JOB_STATE_SUCCEEDED || j->state() == v1::JOB_STATE_FAILED)) {
-        return *j;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "job " << job_id << " did not end in " << timeout_s << " s";
-    return v1::Job();
-  }
-
-  // Every measure task done has its result, and the measurements stored are
-  // exactly one per (candidate, problem) of the tasks: nothing lost, nothing twice.
-  // Tasks a killed server's evaluator had queued are finished by the workers
-  // all the same (their results stored, read by no one): wait for the queue
-  // to drain first.
-  void ExpectNothingLostOrDoubled() {
-    for (int i = 0; i < 300 && RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')") > 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state IN ('queued', 'leased')"), 0);
-    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'done' AND result IS NULL"), 0);
-    EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM (SELECT candidate_id, problem_id, count(*) c "
-                          "FROM measurements GROUP BY candidate_id, problem_id, verified HAVING c > 1)"),
-              0)
-        << "a (candidate, problem) measured twice";
-    EXPECT_EQ(RawText(db_, "PRAGMA integrity_check"), "ok");
-  }
-
-  std::string dir_, db_;
-  std::unique_ptr<ServerProcess> server_;
-  std::vector<std::unique_ptr<WorkerProcess>> workers_;
-};
 
 TEST_F(FleetTest, AJobCompletesWithThreeWorkers) {
   ASSERT_TRUE(StartServer());
@@ -306,47 +101,51 @@ TEST_F(FleetTest, ABuildOnlyWorkerWithoutBuildSlotsIsRefused) {
   EXPECT_NE(w.log().find("at least one build slot"), std::string::npos) << w.log();
 }
 
-// Soak knobs: ANVIL_FLEET_SOAK_KILLS worker kills (default 12) and
-// ANVIL_FLEET_SOAK_SERVER_KILLS server kills (default 2); the jobs grow with
-// them. The counts and the store's check print as one line each:
-//   ANVIL_FLEET_SOAK_KILLS=1000 ANVIL_FLEET_SOAK_SERVER_KILLS=20 fleet_test --gtest_filter='*Killed*'
-int SoakKnob(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : fallback;
-}
-
+// Workers are SIGKILLed while they hold a measure lease (the one holding it
+// is chosen from the store), so each kill loses a lease; every lost lease
+// goes to another worker and nothing is lost or measured twice. At least ten
+// leases are lost per run.
 TEST_F(FleetTest, KilledWorkersTasksAreLeasedAgainNothingLostOrDoubled) {
   const int target = SoakKnob("ANVIL_FLEET_SOAK_KILLS", 12);
-  const int every = target > 12 ? 1 : 4;  // polls between kills (a poll is about 0.1 s)
-  ASSERT_TRUE(StartServer("1", {{"ANVIL_TEST_CANDIDATES", absl::StrCat(std::max(6, target / 2))}}));
-  std::map<std::string, std::string> slow = {{"ANVIL_TEST_MEASURE_MS", "150"}};
+  ASSERT_TRUE(StartServer("1", {{"ANVIL_TEST_CANDIDATES", absl::StrCat(std::max(12, target))}}));
+  std::map<std::string, std::string> slow = {{"ANVIL_TEST_MEASURE_MS", "300"}};
   for (int i = 0; i < 3; ++i) AddWorker(absl::StrCat("gpu-", i), {}, slow);
-  std::mt19937 rng(11);
-  int kills = 0, polls = 0;
+  int kills = 0;
   v1::OptimizeKernelRequest r = Request({"128x256x64", "256x256x64"});
   v1::Job job = RunJob(
       r,
       [&] {
-        if (++polls % every != 0 || kills >= target) return;
-        size_t victim = rng() % workers_.size();
+        if (kills >= target) return;
+        // A worker process now alive that holds a measure lease (its id is
+        // the newest of its host name: a restarted worker has new GPU UUIDs).
+        const std::string holder = RawText(
+            db_, "SELECT w.hostname FROM tasks t JOIN workers w ON t.lease_owner = w.id "
+                 "WHERE t.state = 'leased' AND t.kind = 'measure' AND w.id = (SELECT id FROM workers v "
+                 "WHERE v.hostname = w.hostname ORDER BY registered_at DESC LIMIT 1) LIMIT 1");
+        if (holder.rfind("gpu-", 0) != 0) return;
+        const size_t victim = static_cast<size_t>(std::stoi(holder.substr(4)));
         workers_[victim]->KillAndReap();
         ++kills;
         workers_[victim]->Start(server_->target(), {}, slow);
       },
-      240 + target);
+      240 + 2 * target);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  std::printf("worker kills %d; measure tasks %lld, done %lld; leases expired and re-leased %lld; "
+  const int64_t lost = RawInt(db_, "SELECT sum(expired_leases) FROM tasks");
+  std::printf("worker kills %d; measure tasks %lld, done %lld; leases lost and leased again %lld; "
               "measurements stored %lld\n",
               kills, static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure'")),
               static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done'")),
-              static_cast<long long>(RawInt(db_, "SELECT sum(expired_leases) FROM tasks")),
-              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")));
-  EXPECT_GT(kills, std::min(3, target - 1));
+              static_cast<long long>(lost), static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")));
+  EXPECT_EQ(kills, target);
+  EXPECT_GE(lost, std::min(10, target)) << "too few leases were lost to prove anything";
   ExpectNothingLostOrDoubled();
 }
 
+// The server is SIGKILLed while a measurement is leased and restarted on the
+// same store and port: every acknowledged result survives, the resumed job
+// takes its earlier run's tasks over, and no GPU work is done twice.
 TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
-  const int target = SoakKnob("ANVIL_FLEET_SOAK_SERVER_KILLS", 2);
+  const int target = SoakKnob("ANVIL_FLEET_SOAK_SERVER_KILLS", 3);
   const std::string candidates = absl::StrCat(std::max(30, 30 * target));
   ASSERT_TRUE(StartServer("2", {{"ANVIL_TEST_CANDIDATES", candidates}}));
   AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "100"}});
@@ -355,6 +154,7 @@ TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
   int64_t done_before = 0;
   v1::Job job = RunJob(Request({"128x256x64", "512x512x64"}), [&] {
     if (++polls % 8 != 0 || server_kills >= target) return;
+    if (RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'leased'") == 0) return;
     server_->Kill(SIGKILL);
     server_->Wait(std::chrono::seconds(10));
     ++server_kills;
@@ -367,10 +167,15 @@ TEST_F(FleetTest, ServerKilledWhileResultsStreamKeepsEveryAcknowledgedResult) {
   }, 240 + 10 * target);
   EXPECT_EQ(server_kills, target);
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  std::printf("server kills %d; measure tasks %lld, done %lld; measurements stored %lld\n", server_kills,
+  std::printf("server kills %d; measure tasks %lld, done %lld, cancelled %lld; measurements stored %lld; "
+              "candidates measured twice %lld\n", server_kills,
               static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure'")),
               static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done'")),
-              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")));
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM tasks WHERE state = 'cancelled'")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM measurements")),
+              static_cast<long long>(RawInt(db_, "SELECT count(*) FROM (SELECT candidate_id, count(*) c FROM tasks "
+                                                 "WHERE kind = 'measure' AND state = 'done' AND length(id) = 22 "
+                                                 "GROUP BY candidate_id HAVING c > 1)")));
   ExpectNothingLostOrDoubled();
 }
 
@@ -466,8 +271,13 @@ TEST_F(FleetTest, WorkerWhoseRunsKeepFailingIsQuarantined) {
   for (int i = 0; i < 300 && RawInt(db_, "SELECT count(*) FROM workers WHERE quarantine_reason != ''") == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'"),
-            "test: cudaErrorNoDevice before the candidate ran");
+  // The reason names the evidence: failures of its own leases, the last one's task and error.
+  const std::string reason = RawText(db_, "SELECT quarantine_reason FROM workers WHERE hostname = 'sick'");
+  EXPECT_NE(reason.find("2 failures of its own leases in a row"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("test: cudaErrorNoDevice before the candidate ran"), std::string::npos) << reason;
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM worker_evidence w JOIN workers k ON k.id = w.worker_id "
+                        "WHERE k.hostname = 'sick' AND w.kind = 'infrastructure'"),
+            2);
   EXPECT_EQ(RawText(db_, "SELECT state FROM workers WHERE hostname = 'sick'"), "quarantined");
   // The operator sees it (`anvil workers`)...
   const std::string remote = absl::StrCat(ANVIL_CLI, " --server ", server_->target(), " workers");
@@ -512,4 +322,4 @@ TEST_F(FleetTest, ProblemOnAGpuNoWorkerHasIsUnavailable) {
 }
 
 }  // namespace
-}  // namespace anvil
+}  // namespace anvil::testing_fleet

@@ -9,6 +9,12 @@
 //   ANVIL_TEST_INFRA_FAIL  1: every measure fails as the node's fault
 //   ANVIL_TEST_CACHE_UNREACHABLE  1: the cache directory check fails (as for
 //                          a 0700 parent the sandbox's uid cannot search)
+//   ANVIL_TEST_NO_ISOLATION 1: the slots' evaluators cannot be made (as on a
+//                          node that refuses namespaces: FailedPrecondition)
+//   ANVIL_TEST_LIE         F: every figure it reports is F times too fast
+//   ANVIL_TEST_MALFORMED   1: every measure result misses its last measurement
+// Builds and measurements sleep in 10 ms steps and stop as soon as their
+// context is cancelled (answering Cancelled), as the sandbox kills a runner.
 // The test evaluator writes a real artifact per build (the candidate id) and
 // refuses to measure one whose bytes are not that candidate's.
 #include <unistd.h>
@@ -30,12 +36,33 @@ int EnvInt(const char* name, int fallback) {
   return v ? std::atoi(v) : fallback;
 }
 
+// Sleeps `ms`, waking every 10 ms to see whether the work is still wanted.
+absl::Status Work(int ms, const WorkContext& context) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (context.Cancelled()) return absl::CancelledError("test: the work was cancelled");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return absl::OkStatus();
+}
+
+// Every figure of `t` divided by `factor` (a worker that lies).
+void Faster(v1::Timings& t, double factor) {
+  for (v1::TimingStats* f : {t.mutable_device(), t.mutable_warm(), t.mutable_cold(), t.mutable_call(),
+                             t.mutable_graph_hot(), t.mutable_graph_cold()}) {
+    f->set_median_us(f->median_us() / factor);
+  }
+}
+
 class TestSlotEvaluator final : public CandidateEvaluator {
  public:
   explicit TestSlotEvaluator(std::string dir) : dir_(std::move(dir)), fake_(nullptr) {}
 
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(EnvInt("ANVIL_TEST_BUILD_MS", 0)));
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs,
+                                               const WorkContext& context) override {
+    if (absl::Status st = Work(EnvInt("ANVIL_TEST_BUILD_MS", 0), context); !st.ok()) {
+      return std::vector<absl::StatusOr<v1::Build>>(cs.size(), st);
+    }
     std::vector<absl::StatusOr<v1::Build>> out = fake_.Build(cs);
     for (size_t i = 0; i < cs.size(); ++i) {
       if (!out[i].ok()) continue;
@@ -46,7 +73,8 @@ class TestSlotEvaluator final : public CandidateEvaluator {
     return out;
   }
 
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
+                                                     const WorkContext& context) override {
     std::vector<absl::StatusOr<MeasureResult>> out;
     for (const MeasureRequest& r : rs) {
       std::ifstream in(r.build.artifact());
@@ -59,9 +87,17 @@ class TestSlotEvaluator final : public CandidateEvaluator {
         out.push_back(absl::InternalError("test: cudaErrorNoDevice before the candidate ran"));
         continue;
       }
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(EnvInt("ANVIL_TEST_MEASURE_MS", 0) * static_cast<int>(r.shapes.size())));
-      out.push_back(std::move(fake_.Measure({r}).front()));
+      if (absl::Status st = Work(EnvInt("ANVIL_TEST_MEASURE_MS", 0) * static_cast<int>(r.shapes.size()), context);
+          !st.ok()) {
+        out.push_back(st);
+        continue;
+      }
+      absl::StatusOr<MeasureResult> got = std::move(fake_.Measure({r}).front());
+      if (got.ok() && EnvInt("ANVIL_TEST_LIE", 0) > 1) {
+        for (v1::Measurement& m : got->measurements) Faster(*m.mutable_timings(), EnvInt("ANVIL_TEST_LIE", 0));
+      }
+      if (got.ok() && EnvInt("ANVIL_TEST_MALFORMED", 0) == 1) got->measurements.pop_back();
+      out.push_back(std::move(got));
     }
     return out;
   }
@@ -90,6 +126,11 @@ FleetWorkerComponents TestComponents() {
     return gpus;
   };
   c.evaluator = [](int ordinal) -> absl::StatusOr<std::unique_ptr<CandidateEvaluator>> {
+    if (EnvInt("ANVIL_TEST_NO_ISOLATION", 0) == 1) {
+      return absl::FailedPreconditionError(
+          "namespace isolation is not available here (test), and Anvil does not build or run untrusted "
+          "kernels without it");
+    }
     const char* tmp = std::getenv("TMPDIR");
     return std::make_unique<TestSlotEvaluator>(tmp ? tmp : "/tmp");
   };

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "proto/problem.h"
 #include "server/rpc/client.h"
 #include "tests/serve/server_process.h"
@@ -127,8 +128,8 @@ TEST_F(ServeCliTest, ServerModePrintsWhatLocalModePrints) {
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b));
   CliRun unknown = Cli(absl::StrCat(remote, " watch job-nope"));
   EXPECT_EQ(unknown.code, 2) << unknown.out;
-  CliRun needs_server = Cli("jobs");
-  EXPECT_EQ(needs_server.code, 2) << needs_server.out;
+  CliRun no_store = Cli(absl::StrCat("--db ", dir_, "/none.db jobs"));  // no server: the store's jobs
+  EXPECT_EQ(no_store.code, 4) << no_store.out;
 }
 
 // --gpu names the problems' device model: a server that measures on another
@@ -275,6 +276,72 @@ TEST_F(ServeCliTest, BadConfigurationStopsTheServerWithExitTwo) {
   fclose(f);
   EXPECT_FALSE(server_->Start({"--config", bad}));
   EXPECT_NE(server_->log(1).find("server.listen must be a string"), std::string::npos) << server_->log(1);
+}
+
+// With the server down, `anvil jobs` and `anvil cancel` work on the store
+// itself; with it up, the offline cancel is refused (one writer per store)
+// and says how to cancel through the server.
+TEST_F(ServeCliTest, JobsAndCancelWithoutAServer) {
+  ASSERT_TRUE(server_->Start({}, {{"ANVIL_TEST_MEASURE_MS", "300"}, {"ANVIL_TEST_CANDIDATES", "30"}}));
+  CliRun detach = Cli(absl::StrCat("--server ", server_->target(), " optimize --shape 128x256x64 --layout nt --detach"));
+  ASSERT_EQ(detach.code, 0) << detach.out;
+  const std::string job = std::string(absl::StripAsciiWhitespace(detach.out.substr(detach.out.rfind("job-"))));
+  const std::string job_id = job.substr(0, job.find_first_of(" \n"));
+  CliRun refused = Cli(absl::StrCat("--db ", db_, " cancel ", job_id));
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("another process writes the store"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("anvil --server HOST:PORT cancel " + job_id), std::string::npos) << refused.out;
+  server_->Kill(SIGKILL);
+  server_->Wait(std::chrono::seconds(10));
+  CliRun listed = Cli(absl::StrCat("--db ", db_, " jobs"));
+  ASSERT_EQ(listed.code, 0) << listed.out;
+  EXPECT_NE(listed.out.find(job_id + " "), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("running"), std::string::npos) << listed.out;
+  CliRun cancelled = Cli(absl::StrCat("--db ", db_, " cancel ", job_id));
+  ASSERT_EQ(cancelled.code, 0) << cancelled.out;
+  EXPECT_NE(cancelled.out.find(job_id + " cancelled"), std::string::npos) << cancelled.out;
+  CliRun again = Cli(absl::StrCat("--db ", db_, " cancel ", job_id));
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.out.find("has ended"), std::string::npos) << again.out;
+  // The next server does not resume it.
+  ASSERT_TRUE(server_->Start());
+  CliRun remote = Cli(absl::StrCat("--server ", server_->target(), " jobs --state cancelled"));
+  EXPECT_NE(remote.out.find(job_id), std::string::npos) << remote.out;
+}
+
+// `anvil serve --help` is serve's own help (its options), not the CLI's.
+TEST_F(ServeCliTest, ServeHelpListsServeOptions) {
+  CliRun help = Cli("serve --help");
+  EXPECT_EQ(help.code, 0) << help.out;
+  EXPECT_NE(help.out.find("--fleet-enabled"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--server-listen"), std::string::npos) << help.out;
+  CliRun worker = Cli("worker --help");
+  EXPECT_EQ(worker.code, 0) << worker.out;
+  EXPECT_NE(worker.out.find("--build-slots"), std::string::npos) << worker.out;
+}
+
+// A non-loopback address without a token is refused (exit 2) unless asked
+// for by name; with a token, plaintext off loopback is warned about.
+TEST_F(ServeCliTest, NonLoopbackWithoutATokenIsRefused) {
+  ServerProcess open_server(ANVIL_TEST_SERVER, db_, dir_);
+  open_server.SetListen("0.0.0.0:0");
+  EXPECT_FALSE(open_server.Start());
+  EXPECT_NE(open_server.log(1).find("without a bearer token"), std::string::npos) << open_server.log(1);
+  ASSERT_TRUE(open_server.Start({}, {{"ANVIL_AUTH_TOKEN", "s3cret"}})) << open_server.log(2);
+  EXPECT_NE(open_server.log(2).find("speaks PLAINTEXT"), std::string::npos) << open_server.log(2);
+  open_server.Kill(SIGTERM);
+  EXPECT_EQ(open_server.Wait(std::chrono::seconds(20)), 0);
+  ASSERT_TRUE(open_server.Start({"--auth-allow-unauthenticated", "true"})) << open_server.log(3);
+  EXPECT_NE(open_server.log(3).find("WITHOUT AUTHENTICATION"), std::string::npos) << open_server.log(3);
+}
+
+// One writer per store: a second server on the same file stops at start.
+TEST_F(ServeCliTest, ASecondServerOnTheSameStoreIsRefused) {
+  ASSERT_TRUE(server_->Start());
+  ServerProcess second(ANVIL_TEST_SERVER, db_, dir_ + "/second");
+  std::filesystem::create_directories(dir_ + "/second");
+  EXPECT_FALSE(second.Start());
+  EXPECT_NE(second.log(1).find("another process writes the store"), std::string::npos) << second.log(1);
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -161,6 +163,65 @@ TEST_F(ServeTest, MalformedRequestsGetTheRightCodes) {
   v1::ExportLibraryRequest off;  // this server has no export.root
   off.set_output_dir("pkg");
   EXPECT_EQ(c->ExportLibrary(off).status().code(), absl::StatusCode::kFailedPrecondition);
+  // Shapes no GPU could hold, and budgets that are not numbers, are refused
+  // up front; both proposers together are a documented form.
+  v1::OptimizeKernelRequest huge = Request({"1000000000x1000000000x1000000000"});
+  EXPECT_EQ(optimize(huge), absl::StatusCode::kInvalidArgument);
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1.0}) {
+    v1::OptimizeKernelRequest budget = Request({"128x128x128"});
+    budget.mutable_budget()->set_max_wall_seconds(bad);
+    EXPECT_EQ(optimize(budget), absl::StatusCode::kInvalidArgument) << bad;
+    budget.mutable_budget()->set_max_wall_seconds(0);
+    budget.mutable_budget()->set_plateau_candidates(bad);
+    EXPECT_EQ(optimize(budget), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  v1::OptimizeKernelRequest both = Request({"128x128x128"});
+  both.set_proposer("embedded,llm");  // accepted by the request check; this server has no LLM endpoint
+  const absl::Status st = c->OptimizeKernel(both, [](const v1::JobProgress&) { return true; });
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("no LLM endpoint"), std::string::npos) << st;
+  both.set_proposer("embedded,embedded");
+  EXPECT_EQ(optimize(both), absl::StatusCode::kInvalidArgument);
+}
+
+// A job that cannot be resumed (it names the LLM proposer, and the server
+// restarts without the LLM endpoint) fails alone, with the reason: the
+// server starts and the other interrupted job goes on. It used to keep the
+// server from starting at all.
+TEST_F(ServeTest, AJobThatCannotBeResumedFailsAloneAndTheServerStarts) {
+  ASSERT_TRUE(server_->Start({}, {{"ANVIL_TEST_LLM", "1"}, {"ANVIL_TEST_MEASURE_MS", "300"},
+                                  {"ANVIL_TEST_CANDIDATES", "20"}}));
+  auto detach = [&](v1::OptimizeKernelRequest r) {
+    std::string id;
+    auto c = Client();
+    EXPECT_TRUE(c->OptimizeKernel(r, [&](const v1::JobProgress& p) {
+                   id = p.job().id();
+                   return false;
+                 }).ok());
+    return id;
+  };
+  v1::OptimizeKernelRequest with_llm = Request({"128x128x128"});
+  with_llm.set_proposer("llm");
+  const std::string llm_job = detach(with_llm);
+  const std::string plain_job = detach(Request({"256x128x128"}));
+  ASSERT_FALSE(llm_job.empty());
+  ASSERT_FALSE(plain_job.empty());
+  server_->Kill(SIGKILL);
+  server_->Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(server_->Start()) << "one job that cannot be resumed kept the server down: " << server_->log(2);
+  auto c = Client();
+  absl::StatusOr<v1::Job> failed = c->GetJob(llm_job);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed->error().find("could not be resumed"), std::string::npos) << failed->error();
+  EXPECT_NE(failed->error().find("no LLM endpoint"), std::string::npos) << failed->error();
+  std::vector<v1::JobProgress> events;
+  ASSERT_TRUE(c->WatchJob(plain_job, [&](const v1::JobProgress& p) {
+                 events.push_back(p);
+                 return true;
+               }).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().job().state(), v1::JOB_STATE_SUCCEEDED);
 }
 
 // ExportLibrary runs `anvil export`'s code on the server's store, writing

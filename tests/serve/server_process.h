@@ -85,6 +85,8 @@ class ServerProcess {
   int starts() const { return starts_; }
   // Later starts listen on the port this one got (clients reconnect to it).
   void KeepPort() { listen_ = target(); }
+  // Later starts listen on this host:port.
+  void SetListen(std::string listen) { listen_ = std::move(listen); }
 
  private:
   std::string binary_, db_, dir_, port_file_;

@@ -4,6 +4,10 @@
 // list per problem. Built only as a test target. Test knobs (environment):
 //   ANVIL_TEST_CANDIDATES  candidates proposed per problem (default 6)
 //   ANVIL_TEST_MEASURE_MS  wall time of each fake measurement (default 0)
+//   ANVIL_TEST_RECHECKS    re-checks of each problem's fastest (default 1)
+//   ANVIL_TEST_LLM         1: a request may name the "llm" proposer (as a
+//                          server with jobs.llm_config); else it is refused,
+//                          as the real factory refuses it without one
 // Everything else is ServeMain's: the same options, store, gRPC and drain.
 #include <chrono>
 #include <cstdlib>
@@ -33,11 +37,12 @@ int EnvInt(const char* name, int fallback) {
 class PacedEvaluator final : public CandidateEvaluator {
  public:
   explicit PacedEvaluator(int measure_ms) : measure_ms_(measure_ms), fake_(&clock_) {}
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& c) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& c, const WorkContext&) override {
     absl::MutexLock lock(&mu_);
     return fake_.Build(c);
   }
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& r) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& r,
+                                                     const WorkContext&) override {
     int shapes = 0;
     for (const MeasureRequest& m : r) shapes += static_cast<int>(m.shapes.size());
     std::this_thread::sleep_for(std::chrono::milliseconds(measure_ms_ * shapes));
@@ -57,6 +62,10 @@ class PacedEvaluator final : public CandidateEvaluator {
 // faster than the last (each a new best).
 absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> ScriptedProposers(
     const v1::OptimizeKernelRequest& request) {
+  if (request.proposer().find("llm") != std::string::npos && EnvInt("ANVIL_TEST_LLM", 0) != 1) {
+    return absl::FailedPreconditionError(
+        "the request names the llm proposer but no LLM endpoint is configured here (test)");
+  }
   const int n = EnvInt("ANVIL_TEST_CANDIDATES", 6);
   std::vector<std::vector<v1::Candidate>> script;
   for (const v1::Problem& p : request.problems()) {
@@ -67,7 +76,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> ScriptedProposers(
     script.push_back(std::move(list));
   }
   std::vector<std::unique_ptr<Proposer>> out;
-  out.push_back(std::make_unique<ScriptedProposer>("embedded", std::move(script)));
+  out.push_back(std::make_unique<ScriptedProposer>("embedded", std::move(script), EnvInt("ANVIL_TEST_RECHECKS", 1)));
   return out;
 }
 

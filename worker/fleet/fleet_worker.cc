@@ -69,21 +69,38 @@ struct FleetWorker::Impl {
   FleetWorkerOptions options;
   FleetWorkerComponents components;
   std::unique_ptr<v1::Fleet::Stub> stub;
+  std::vector<v1::GpuInfo> gpus;
   std::string worker_id;
-  double heartbeat_s = 5;
+  std::atomic<double> heartbeat_s{5};
   std::atomic<bool> stop{false};
   absl::Mutex mu;
   std::set<std::string> in_flight ABSL_GUARDED_BY(mu);
+  std::set<std::string> abandoned ABSL_GUARDED_BY(mu);  // in flight, no longer ours
+  std::string credential ABSL_GUARDED_BY(mu);           // issued at registration
+  absl::Mutex register_mu;                              // one registration at a time
 
-  std::unique_ptr<grpc::ClientContext> Context(double deadline_s) const {
+  // A call's context: the worker's credential (RegisterWorker: the enrolment token).
+  std::unique_ptr<grpc::ClientContext> Context(double deadline_s, bool enrol = false) {
     auto c = std::make_unique<grpc::ClientContext>();
-    if (!options.token.empty()) c->AddMetadata("authorization", absl::StrCat("Bearer ", options.token));
+    std::string secret = options.token;
+    if (!enrol) {
+      absl::MutexLock lock(&mu);
+      secret = credential;
+    }
+    if (!secret.empty()) c->AddMetadata("authorization", absl::StrCat("Bearer ", secret));
     c->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
     return c;
   }
+  bool Abandoned(const std::string& task_id) {
+    absl::MutexLock lock(&mu);
+    return abandoned.count(task_id) > 0;
+  }
 
-  absl::Status Register(const std::vector<v1::GpuInfo>& gpus);
+  absl::Status Register();
+  // The server no longer knows this worker or its credential (its store was
+  // replaced, or the node registered again elsewhere): register again.
+  void RegisterAgainIfForgotten(const grpc::Status& s);
   void HeartbeatLoop();
   void SlotLoop(int ordinal, CandidateEvaluator& evaluator);
   v1::ReportResultRequest RunTask(const v1::Task& task, CandidateEvaluator& evaluator);
@@ -92,7 +109,8 @@ struct FleetWorker::Impl {
   void Report(v1::ReportResultRequest report);
 };
 
-absl::Status FleetWorker::Impl::Register(const std::vector<v1::GpuInfo>& gpus) {
+absl::Status FleetWorker::Impl::Register() {
+  absl::MutexLock registering(&register_mu);
   v1::RegisterWorkerRequest req;
   req.set_hostname(options.hostname);
   for (const v1::GpuInfo& g : gpus) *req.add_gpus() = g;
@@ -102,7 +120,7 @@ absl::Status FleetWorker::Impl::Register(const std::vector<v1::GpuInfo>& gpus) {
   // The server may not be up yet (a node booting with it): keep trying, and
   // say so at the first failure and every tenth after it.
   for (int attempt = 0;; ++attempt) {
-    grpc::Status s = stub->RegisterWorker(Context(10).get(), req, &resp);
+    grpc::Status s = stub->RegisterWorker(Context(10, /*enrol=*/true).get(), req, &resp);
     if (s.ok()) break;
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return FromGrpc(s);
     if (attempt % 10 == 0) {
@@ -112,12 +130,29 @@ absl::Status FleetWorker::Impl::Register(const std::vector<v1::GpuInfo>& gpus) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  worker_id = resp.worker_id();
+  {
+    absl::MutexLock lock(&mu);
+    credential = resp.credential();
+  }
+  if (worker_id.empty()) {
+    worker_id = resp.worker_id();  // the node's id: the same at every registration
+  } else if (worker_id != resp.worker_id()) {
+    spdlog::error("anvil worker: registered again as {}, not {}; keeping {}", resp.worker_id(), worker_id, worker_id);
+  }
   heartbeat_s = resp.heartbeat_interval_s() > 0 ? resp.heartbeat_interval_s() : 5;
   spdlog::info("anvil worker: registered as {} ({} GPUs, {} build slots{}; lease {} s, heartbeat {} s)", worker_id,
                gpus.size(), options.build_slots, options.build_only ? ", build-only" : "", resp.lease_timeout_s(),
                heartbeat_s);
   return absl::OkStatus();
+}
+
+void FleetWorker::Impl::RegisterAgainIfForgotten(const grpc::Status& s) {
+  if (s.error_code() != grpc::StatusCode::NOT_FOUND && s.error_code() != grpc::StatusCode::UNAUTHENTICATED) return;
+  spdlog::warn("anvil worker: the server does not know this worker any more ({}); registering again",
+               s.error_message());
+  if (absl::Status st = Register(); !st.ok()) {
+    spdlog::error("anvil worker: registering again failed: {}", std::string(st.message()));
+  }
 }
 
 void FleetWorker::Impl::HeartbeatLoop() {
@@ -130,10 +165,15 @@ void FleetWorker::Impl::HeartbeatLoop() {
     }
     v1::HeartbeatResponse resp;
     grpc::Status s = stub->Heartbeat(Context(heartbeat_s).get(), req, &resp);
-    if (!s.ok()) spdlog::warn("anvil worker: heartbeat failed: {}", s.error_message());
+    if (!s.ok()) {
+      spdlog::warn("anvil worker: heartbeat failed: {}", s.error_message());
+      RegisterAgainIfForgotten(s);
+    }
     for (const std::string& id : resp.cancelled_task_ids()) {
-      spdlog::warn("anvil worker: task {} is no longer ours (cancelled or leased again); its result "
-                   "will be refused", id);
+      absl::MutexLock lock(&mu);
+      if (in_flight.count(id) == 0 || !abandoned.insert(id).second) continue;
+      spdlog::warn("anvil worker: task {} is no longer ours (its job was cancelled or ended, or it was "
+                   "leased again); abandoning it at the next safe point", id);
     }
     for (double waited = 0; waited < heartbeat_s && !stop; waited += 0.05) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -155,7 +195,9 @@ absl::Status FleetWorker::Impl::UploadArtifact(v1::Build& build) {
   req.set_sha256(digest);
   req.set_data(*std::move(data));
   v1::PutArtifactResponse resp;
-  if (absl::Status st = FromGrpc(stub->PutArtifact(Context(60).get(), req, &resp)); !st.ok()) return st;
+  grpc::Status put = stub->PutArtifact(Context(60).get(), req, &resp);
+  RegisterAgainIfForgotten(put);
+  if (absl::Status st = FromGrpc(put); !st.ok()) return st;
   build.set_artifact(absl::StrCat(kDigestPrefix, digest));
   return absl::OkStatus();
 }
@@ -170,7 +212,9 @@ absl::StatusOr<std::string> FleetWorker::Impl::LocalArtifact(const std::string& 
   req.set_worker_id(worker_id);
   req.set_sha256(digest);
   v1::GetArtifactResponse resp;
-  if (absl::Status st = FromGrpc(stub->GetArtifact(Context(60).get(), req, &resp)); !st.ok()) return st;
+  grpc::Status got = stub->GetArtifact(Context(60).get(), req, &resp);
+  RegisterAgainIfForgotten(got);
+  if (absl::Status st = FromGrpc(got); !st.ok()) return st;
   if (Sha256Hex(resp.data()) != digest) {
     return absl::DataLossError(absl::StrCat("artifact ", digest, " arrived corrupt (hash mismatch)"));
   }
@@ -185,8 +229,11 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
   r.set_attempt(task.attempt());
   const absl::Time start = absl::Now();
   absl::Status failure;
+  // Abandoned at the next safe point once the server says the task is no
+  // longer this worker's (the sandbox kills its build or runner).
+  const WorkContext context{"", [this, id = task.task_id()] { return Abandoned(id); }};
   if (task.kind() == v1::TASK_KIND_BUILD) {
-    absl::StatusOr<v1::Build> b = std::move(evaluator.Build({task.candidate()}).front());
+    absl::StatusOr<v1::Build> b = std::move(evaluator.Build({task.candidate()}, context).front());
     if (b.ok()) {
       failure = UploadArtifact(*b);
       *r.mutable_build() = *std::move(b);
@@ -204,7 +251,7 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
     absl::StatusOr<MeasureResult> res = absl::UnknownError("not measured");
     if (local.ok()) {
       m.build.set_artifact(*local);
-      res = std::move(evaluator.Measure({m}).front());
+      res = std::move(evaluator.Measure({m}, context).front());
     } else {
       res = local.status();
     }
@@ -223,12 +270,19 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
 void FleetWorker::Impl::Report(v1::ReportResultRequest report) {
   // Until the server answers: a lost acknowledgement is answered by the
   // retry (the same task and attempt is accepted once).
+  bool registered_again = false;
   for (double backoff = 0.1; !stop || backoff < 1; backoff = std::min(backoff * 2, 5.0)) {
     v1::ReportResultResponse resp;
     grpc::Status s = stub->ReportResult(Context(30).get(), report, &resp);
     if (s.ok()) {
       if (!resp.accepted()) spdlog::warn("anvil worker: task {}: {}", report.task_id(), resp.reason());
       return;
+    }
+    if (!registered_again &&
+        (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::UNAUTHENTICATED)) {
+      RegisterAgainIfForgotten(s);  // then the report goes once more, as this worker
+      registered_again = true;
+      continue;
     }
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -249,18 +303,25 @@ void FleetWorker::Impl::SlotLoop(int ordinal, CandidateEvaluator& evaluator) {
     grpc::Status s = stub->Lease(Context(options.lease_wait_s + 10).get(), req, &resp);
     if (!s.ok()) {
       spdlog::warn("anvil worker: slot {}: lease failed: {}", ordinal, s.error_message());
+      RegisterAgainIfForgotten(s);
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
     if (!resp.has_task()) continue;
+    const std::string id = resp.task().task_id();
     {
       absl::MutexLock lock(&mu);
-      in_flight.insert(resp.task().task_id());
+      in_flight.insert(id);
     }
     v1::ReportResultRequest report = RunTask(resp.task(), evaluator);
-    Report(std::move(report));
+    if (Abandoned(id)) {
+      spdlog::info("anvil worker: slot {}: task {} abandoned; nothing reported", ordinal, id);
+    } else {
+      Report(std::move(report));
+    }
     absl::MutexLock lock(&mu);
-    in_flight.erase(resp.task().task_id());
+    in_flight.erase(id);
+    abandoned.erase(id);
   }
 }
 
@@ -317,7 +378,8 @@ absl::Status FleetWorker::Run() {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds = Credentials(w.options);
   if (!creds.ok()) return creds.status();
   w.stub = v1::Fleet::NewStub(grpc::CreateChannel(w.options.server, *creds));
-  if (absl::Status st = w.Register(gpus); !st.ok()) return st;
+  w.gpus = gpus;
+  if (absl::Status st = w.Register(); !st.ok()) return st;
   std::thread heartbeat([&w] { w.HeartbeatLoop(); });
   std::vector<std::thread> threads;
   for (size_t i = 0; i < slots.size(); ++i) {

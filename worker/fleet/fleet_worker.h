@@ -17,6 +17,15 @@
 // before the candidate ran, no toolchain) reports an infrastructure error;
 // the server queues the task again and counts it towards quarantine.
 //
+// Identity: it registers with the enrolment token (options.token) and is
+// issued its own credential, which every later call carries; told it is
+// unknown or its credential is not its own (the server lost its store, the
+// node registered again elsewhere), it registers again. A task the server
+// names in a heartbeat as no longer its own (its job was cancelled or ended,
+// the lease went to another) is abandoned at the next safe point: the
+// evaluator's context turns cancelled, the sandbox kills its nvcc or runner,
+// and nothing is reported.
+//
 // Thread-safety: Run blocks; Stop may be called from any thread (a signal
 // handler thread). REQUIRES: components outlive the worker.
 #ifndef ANVIL_WORKER_FLEET_FLEET_WORKER_H_

@@ -53,7 +53,7 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   std::string token_file;
   o.cache_dir = DefaultCacheDir();
   if (const char* s = std::getenv("ANVIL_SERVER")) o.server = s;
-  CLI::App app(absl::StrCat(program, ": lease build and measure tasks from anvil serve's fleet"));
+  CLI::App app(absl::StrCat(program, ": lease build and measure tasks from anvil serve's fleet"), program);
   app.add_option("--server", o.server, "HOST:PORT of anvil serve (default: $ANVIL_SERVER)");
   app.add_option("--token-file", token_file, "bearer token file (default: $ANVIL_AUTH_TOKEN)");
   app.add_flag("--tls", o.tls, "the server speaks TLS (system roots)");
@@ -93,6 +93,9 @@ int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents
   if (!st.ok()) {
     spdlog::error("{}: {}", program, std::string(st.message()));
     if (absl::IsInvalidArgument(st)) return 2;  // options that cannot work together
+    // This node cannot work: no namespace isolation, or a path the sandbox's
+    // uid cannot reach (CheckNodeReady says which and the fix).
+    if (absl::IsFailedPrecondition(st)) return 4;
     return absl::IsUnavailable(st) && absl::StrContains(st.message(), "GPU") ? 4 : 3;
   }
   return 0;

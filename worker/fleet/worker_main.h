@@ -15,7 +15,8 @@ namespace anvil {
 
 // args: the command line after the program (or subcommand) name. Exit codes:
 // 0 after a signal, 2 for bad flags, 3 when the server refuses or is
-// unreachable, 4 when this node cannot work (no GPU, no toolchain).
+// unreachable, 4 when this node cannot work (no GPU, no toolchain, no
+// namespace isolation, a directory the sandbox's uid cannot reach).
 int WorkerMain(const std::vector<std::string>& args, const FleetWorkerComponents& components,
                const std::string& program = "anvil worker");
 

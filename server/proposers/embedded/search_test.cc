@@ -38,7 +38,7 @@ class FakeGpuWorkerForTest : public CandidateEvaluator {
  public:
   explicit FakeGpuWorkerForTest(SeedFamily family) : family_(std::move(family)) {}
 
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs) override {
+  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs, const WorkContext&) override {
     std::unique_lock<std::mutex> lock(mu_);
     ++build_calls;
     if (overlap_wait.count() > 0) {
@@ -65,7 +65,8 @@ class FakeGpuWorkerForTest : public CandidateEvaluator {
     return out;
   }
 
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs) override {
+  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
+                                                     const WorkContext&) override {
     std::vector<absl::StatusOr<MeasureResult>> out;
     for (const MeasureRequest& r : rs) out.push_back(MeasureOne(r.candidate, r.shapes));
     return out;
@@ -215,7 +216,7 @@ class SearchTest : public ::testing::Test {
   void MeasureOnOtherGpu(const v1::Candidate& c, Store& store) {
     FakeGpuWorkerForTest other(TiledTestFamily());
     other.gpu = "OTHER-GPU";
-    std::vector<absl::StatusOr<v1::Build>> b = other.Build({c});
+    std::vector<absl::StatusOr<v1::Build>> b = other.Build({c}, {});
     ASSERT_TRUE(b[0].ok());
     const MeasureResult m = other.MeasureOne(c, {problems_[0].shape});
     ASSERT_TRUE(store.PutCandidate(c).ok());
