@@ -10,18 +10,22 @@
 #     (past the lease) and started again on the same store: the job resumes,
 #     takes its earlier run's tasks over and ends;
 #  4. the store: the job's state, tasks by kind and state, leases lost,
-#     candidates whose GPU work was done twice, measurements and verified
-#     rows, evidence against workers, integrity; `anvil workers` and
-#     `anvil kernels`.
+#     measure tasks done whose result nobody collected (GPU work done for
+#     nothing), (candidate, problem) pairs measured twice outside re-checks,
+#     measurements and verified rows, evidence against workers, integrity;
+#     `anvil workers` and `anvil kernels`;
+#  5. a second job cancelled while a measurement is leased: the worker
+#     abandons it within a heartbeat (its runner killed), no task stays
+#     queued or leased.
 #   bench/fleet_outage_node.sh OUT [BUNDLE_TARBALL]
 # Writes OUT/outage.txt (the run), OUT/watch.txt (the job's progress as
-# streamed), and the server's and worker's logs. Runtime: about 8 minutes.
+# streamed), the server's and worker's logs and the store (anvil.db.xz). Runtime: about 9 minutes.
 set -uo pipefail
 OUT=${1:?usage: fleet_outage_node.sh OUT [BUNDLE_TARBALL]}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 TARBALL=$(realpath "${2:-build/bundle/anvil-bundle.tar.gz}")
 W=$(mktemp -d /var/tmp/anvil-outage.XXXXXX); chmod 755 "$W"
-(cd /opt && tar xzf "$TARBALL") || exit 2
+(cd /opt && tar xf "$TARBALL") || exit 2
 B=/opt/anvil/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 cd "$W" && head -c 32 /dev/urandom | base64 > token
@@ -63,7 +67,8 @@ worker
 N=$(q 'SELECT count(*) FROM measurements'); wait_measured $((N + 4)) 300 || stamp "no progress after the worker came back"
 stamp "measurements: $N before the worker came back, $(q 'SELECT count(*) FROM measurements') now"
 
-stamp "== 3. the server SIGKILLed with $(q "SELECT count(*) FROM tasks WHERE state = 'leased'") tasks leased, down 15 s"
+for _ in $(seq 600); do [ "$(q "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'leased'")" -ge 1 ] && break; sleep 0.2; done
+stamp "== 3. the server SIGKILLed with $(q "SELECT count(*) FROM tasks WHERE state = 'leased'") tasks leased ($(q "SELECT group_concat(id) FROM tasks WHERE kind = 'measure' AND state = 'leased'")), down 15 s"
 kill -9 $S; wait $S 2>/dev/null
 sleep 15
 serve
@@ -76,8 +81,8 @@ stamp "== 4. the store"
 for sql in "SELECT state || ' ' || error FROM jobs WHERE id = '$JOB'" \
            "SELECT group_concat(kind || ' ' || state || ' ' || n, '; ') FROM (SELECT kind, state, count(*) n FROM tasks GROUP BY 1, 2)" \
            "SELECT sum(expired_leases) FROM tasks" \
-           "SELECT count(*) FROM (SELECT candidate_id, count(*) c FROM tasks WHERE kind = 'measure' AND state = 'done' AND length(id) = 22 GROUP BY candidate_id HAVING c > 1)" \
-           "SELECT count(*) FROM (SELECT candidate_id, problem_id, verified, count(*) c FROM measurements GROUP BY 1, 2, 3 HAVING c > 1)" \
+           "SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'done' AND NOT collected" \
+           "SELECT count(*) FROM (SELECT candidate_id, problem_id, count(*) c FROM measurements WHERE NOT verified GROUP BY 1, 2 HAVING c > 1)" \
            "SELECT count(*) || ' measurements, ' || sum(verified) || ' verified' FROM measurements" \
            "SELECT count(*) FROM worker_evidence" \
            "PRAGMA integrity_check"; do
@@ -85,7 +90,20 @@ for sql in "SELECT state || ' ' || error FROM jobs WHERE id = '$JOB'" \
 done
 $B/anvil "${A[@]}" workers
 $B/anvil "${A[@]}" kernels
+
+stamp "== 5. cancel a job mid-measurement"
+$B/anvil "${A[@]}" optimize --shape 8192x8192x8192 --layout nt --budget-minutes 3 --detach > job2.txt
+JOB2=$(tail -1 job2.txt)
+for _ in $(seq 300); do [ "$(q "SELECT count(*) FROM tasks WHERE job_id = '$JOB2' AND kind = 'measure' AND state = 'leased'")" -ge 1 ] && break; sleep 0.2; done
+stamp "a measure task of $JOB2 is leased; cancelling"
+$B/anvil "${A[@]}" cancel "$JOB2"; echo "cancel rc=$?"
+for _ in $(seq 100); do grep -q "abandoning" worker.log && break; sleep 0.1; done
+stamp "worker: $(grep -c abandoning worker.log) task(s) abandoned"
+sleep 3
+stamp "tasks of $JOB2: $(q "SELECT group_concat(kind || ' ' || state, ', ') FROM tasks WHERE job_id = '$JOB2'")"
+
 kill -TERM $WK; wait $WK; echo "worker exit $? on SIGTERM"
 kill -TERM $S; wait $S; echo "serve exit $? on SIGTERM"
 grep -h "waiting\|progressing again\|registering again\|abandon" "$OUT/watch.txt" worker.log | head -20
 cp serve.log worker.log "$OUT/" 2>/dev/null
+xz -c anvil.db > "$OUT/anvil.db.xz"

@@ -178,6 +178,10 @@ class Store {
                                    const std::string& worker_id);
   // Returns expired leases to the queue; how many.
   absl::StatusOr<int64_t> ExpireLeases();
+  // Gives every lease held now at least lease_ms from now (a server starting
+  // again: its workers could not renew while it was down, and their work is
+  // not to be thrown away for that); how many.
+  absl::StatusOr<int64_t> ExtendLeases(int64_t lease_ms);
   absl::StatusOr<TaskRecord> GetTask(const std::string& task_id);
   // Cancels a job's queued (parked too) and leased tasks; how many.
   absl::StatusOr<int64_t> CancelTasks(const std::string& job_id);

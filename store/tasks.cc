@@ -226,10 +226,20 @@ absl::StatusOr<bool> Store::ReleaseTask(const std::string& task_id, int32_t atte
   STORE_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("UPDATE tasks SET state = 'queued', lease_owner = NULL, lease_slot = NULL, "
                            "lease_expires_at = NULL, lease_gpu = NULL, updated_at = ? WHERE id = ? AND attempt = ? "
-                           "AND lease_owner = ? AND state = 'leased'"));
-  s.BindInt(Now()).BindText(task_id).BindInt(attempt).BindText(worker_id);
+                           "AND lease_owner = ? AND state = 'leased' AND lease_expires_at >= ?"));
+  const int64_t now = Now();
+  s.BindInt(now).BindText(task_id).BindInt(attempt).BindText(worker_id).BindInt(now);
   STORE_RETURN_IF_ERROR(WithContext(s.Run(), absl::StrCat("releasing task ", task_id)));
   return db_->Changes() > 0;
+}
+
+absl::StatusOr<int64_t> Store::ExtendLeases(int64_t lease_ms) {
+  absl::MutexLock lock(&mu_);
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("UPDATE tasks SET lease_expires_at = max(lease_expires_at, ?) WHERE state = 'leased'"));
+  s.BindInt(Now() + lease_ms);
+  STORE_RETURN_IF_ERROR(WithContext(s.Run(), "extending the leases held at start"));
+  return db_->Changes();
 }
 
 absl::StatusOr<int64_t> Store::ExpireLeases() {

@@ -84,6 +84,12 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(Store* store, FleetOptions 
     return absl::UnavailableError(
         absl::StrCat("fleet: cannot create ", options.artifact_dir, ": ", ec.message()));
   }
+  // Leases held when the server stopped could not be renewed while it was
+  // down: their workers get a whole lease from now to come back and report.
+  if (absl::StatusOr<int64_t> kept = store->ExtendLeases(static_cast<int64_t>(options.lease_seconds * 1000));
+      !kept.ok()) {
+    return kept.status();
+  }
   return std::unique_ptr<Fleet>(new Fleet(store, std::move(options)));
 }
 

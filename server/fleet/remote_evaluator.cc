@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "server/fleet/fleet_internal.h"
 #include "spdlog/spdlog.h"
 
@@ -179,14 +180,18 @@ void RemoteEvaluator::JobStopped(const std::string& job_id, bool ended) {
 std::string RemoteEvaluator::Waiting() const {
   const std::string gpu = Model();
   if (gpu.empty()) return "no GPU worker has registered with the fleet";
-  const int64_t now = fleet_internal::NowMs();
   const int64_t until = fleet_->AbleUntilMs("measure", gpu);
-  if (until >= now) return "";
+  if (until >= fleet_internal::NowMs()) return "";
+  // The same words for the whole wait (the job says it once): when the last
+  // worker of the model was declared dead, not how long ago.
   bool known = false;
   for (const WorkerRecord& w : fleet_->Workers()) known = known || HasModel(w, gpu);
   return absl::StrFormat("no live GPU worker of model %s in the fleet%s; waiting up to %.0f s for one "
                          "(fleet.worker_wait_seconds)",
-                         gpu, known ? absl::StrFormat(" (the last was declared dead %.0f s ago)", (now - until) / 1000.0) : "",
+                         gpu,
+                         known ? absl::StrCat(" since ", absl::FormatTime("%H:%M:%S UTC", absl::FromUnixMillis(until),
+                                                                           absl::UTCTimeZone()))
+                               : "",
                          fleet_->options().worker_wait_seconds);
 }
 

@@ -163,18 +163,27 @@ TEST_F(FleetJobsTest, ADrainEndsWithinSecondsWithTasksInFlight) {
       << "the drained job must resume in the next process";
 }
 
-// The server SIGKILLed while a measurement is leased: the resumed job takes
-// the task over (its result, whenever it comes) instead of measuring again.
+// The server SIGKILLed while a measurement is leased, and down for longer
+// than the lease: the restarted server gives the worker a lease to come back
+// (nobody could renew meanwhile), the worker reports, and the resumed job
+// takes the task over instead of measuring it again. Nothing is held against
+// the worker for the outage.
 TEST_F(FleetJobsTest, AServerRestartedMidTaskTakesTheTaskOver) {
   ASSERT_TRUE(StartServer("3", {{"ANVIL_TEST_CANDIDATES", "4"}}));
-  AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "1500"}});
+  AddWorker("gpu-a", {}, {{"ANVIL_TEST_MEASURE_MS", "4000"}, {"ANVIL_TEST_BUILD_MS", "1000"}});
   const std::string job_id = StartJob(Request({"128x256x64"}));
   ASSERT_TRUE(WaitForRows("SELECT count(*) FROM tasks WHERE kind = 'measure' AND state = 'leased'", 60));
+  const std::string held = RawText(db_, "SELECT id FROM tasks WHERE kind = 'measure' AND state = 'leased'");
   server_->Kill(SIGKILL);
   server_->Wait(std::chrono::seconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // past the lease
   server_->KeepPort();
   ASSERT_TRUE(StartServer("3", {{"ANVIL_TEST_CANDIDATES", "4"}}));
   ASSERT_TRUE(WaitForState(job_id, v1::JOB_STATE_SUCCEEDED, 120).has_value()) << Client()->GetJob(job_id)->error();
+  EXPECT_EQ(RawInt(db_, absl::StrCat("SELECT attempt FROM tasks WHERE id = '", held, "'")), 1)
+      << "the task in flight was measured again";
+  EXPECT_EQ(RawInt(db_, "SELECT coalesce(sum(expired_leases), 0) FROM tasks"), 0);
+  EXPECT_EQ(RawInt(db_, "SELECT count(*) FROM worker_evidence"), 0);
   ExpectNothingLostOrDoubled();
 }
 

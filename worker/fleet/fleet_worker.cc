@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -68,7 +69,9 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const Flee
 struct FleetWorker::Impl {
   FleetWorkerOptions options;
   FleetWorkerComponents components;
-  std::unique_ptr<v1::Fleet::Stub> stub;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::shared_ptr<v1::Fleet::Stub> stub ABSL_GUARDED_BY(mu);
+  absl::Time connected_at ABSL_GUARDED_BY(mu);
   std::vector<v1::GpuInfo> gpus;
   std::string worker_id;
   std::atomic<double> heartbeat_s{5};
@@ -92,6 +95,20 @@ struct FleetWorker::Impl {
                     std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
     return c;
   }
+  std::shared_ptr<v1::Fleet::Stub> Stub() {
+    absl::MutexLock lock(&mu);
+    return stub;
+  }
+  // A new channel to the server. After an outage gRPC's channel goes on
+  // failing calls for its reconnect backoff (seconds, growing to two
+  // minutes: longer than a lease) although the server is back; a fresh
+  // channel connects at once. At most once a second.
+  void Reconnect() {
+    absl::MutexLock lock(&mu);
+    if (stub != nullptr && absl::Now() - connected_at < absl::Seconds(1)) return;
+    stub = v1::Fleet::NewStub(grpc::CreateChannel(options.server, credentials));
+    connected_at = absl::Now();
+  }
   bool Abandoned(const std::string& task_id) {
     absl::MutexLock lock(&mu);
     return abandoned.count(task_id) > 0;
@@ -104,6 +121,10 @@ struct FleetWorker::Impl {
   void HeartbeatLoop();
   void SlotLoop(int ordinal, CandidateEvaluator& evaluator);
   v1::ReportResultRequest RunTask(const v1::Task& task, CandidateEvaluator& evaluator);
+  // A call tried again while the server cannot be reached (a restart): up
+  // to two minutes, a second apart, until it answers or the worker stops.
+  // Its unreachable server is not this node's failure.
+  grpc::Status WhileServerAway(const std::function<grpc::Status()>& call);
   absl::Status UploadArtifact(v1::Build& build);
   absl::StatusOr<std::string> LocalArtifact(const std::string& digest);
   void Report(v1::ReportResultRequest report);
@@ -120,7 +141,7 @@ absl::Status FleetWorker::Impl::Register() {
   // The server may not be up yet (a node booting with it): keep trying, and
   // say so at the first failure and every tenth after it.
   for (int attempt = 0;; ++attempt) {
-    grpc::Status s = stub->RegisterWorker(Context(10, /*enrol=*/true).get(), req, &resp);
+    grpc::Status s = Stub()->RegisterWorker(Context(10, /*enrol=*/true).get(), req, &resp);
     if (s.ok()) break;
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return FromGrpc(s);
     if (attempt % 10 == 0) {
@@ -164,10 +185,13 @@ void FleetWorker::Impl::HeartbeatLoop() {
       for (const std::string& id : in_flight) req.add_task_ids(id);
     }
     v1::HeartbeatResponse resp;
-    grpc::Status s = stub->Heartbeat(Context(heartbeat_s).get(), req, &resp);
+    grpc::Status s = Stub()->Heartbeat(Context(heartbeat_s).get(), req, &resp);
     if (!s.ok()) {
       spdlog::warn("anvil worker: heartbeat failed: {}", s.error_message());
       RegisterAgainIfForgotten(s);
+      // Back to a restarted server at the next heartbeat: a server outage
+      // must cost the worker no lease it could have kept.
+      if (s.error_code() == grpc::StatusCode::UNAVAILABLE) Reconnect();
     }
     for (const std::string& id : resp.cancelled_task_ids()) {
       absl::MutexLock lock(&mu);
@@ -179,6 +203,18 @@ void FleetWorker::Impl::HeartbeatLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
+}
+
+grpc::Status FleetWorker::Impl::WhileServerAway(const std::function<grpc::Status()>& call) {
+  grpc::Status s = call();
+  for (int tries = 1; tries < 120 && !stop &&
+                      (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    s = call();
+  }
+  return s;
 }
 
 absl::Status FleetWorker::Impl::UploadArtifact(v1::Build& build) {
@@ -195,7 +231,7 @@ absl::Status FleetWorker::Impl::UploadArtifact(v1::Build& build) {
   req.set_sha256(digest);
   req.set_data(*std::move(data));
   v1::PutArtifactResponse resp;
-  grpc::Status put = stub->PutArtifact(Context(60).get(), req, &resp);
+  grpc::Status put = WhileServerAway([&] { return Stub()->PutArtifact(Context(60).get(), req, &resp); });
   RegisterAgainIfForgotten(put);
   if (absl::Status st = FromGrpc(put); !st.ok()) return st;
   build.set_artifact(absl::StrCat(kDigestPrefix, digest));
@@ -212,7 +248,7 @@ absl::StatusOr<std::string> FleetWorker::Impl::LocalArtifact(const std::string& 
   req.set_worker_id(worker_id);
   req.set_sha256(digest);
   v1::GetArtifactResponse resp;
-  grpc::Status got = stub->GetArtifact(Context(60).get(), req, &resp);
+  grpc::Status got = WhileServerAway([&] { return Stub()->GetArtifact(Context(60).get(), req, &resp); });
   RegisterAgainIfForgotten(got);
   if (absl::Status st = FromGrpc(got); !st.ok()) return st;
   if (Sha256Hex(resp.data()) != digest) {
@@ -273,7 +309,7 @@ void FleetWorker::Impl::Report(v1::ReportResultRequest report) {
   bool registered_again = false;
   for (double backoff = 0.1; !stop || backoff < 1; backoff = std::min(backoff * 2, 5.0)) {
     v1::ReportResultResponse resp;
-    grpc::Status s = stub->ReportResult(Context(30).get(), report, &resp);
+    grpc::Status s = Stub()->ReportResult(Context(30).get(), report, &resp);
     if (s.ok()) {
       if (!resp.accepted()) spdlog::warn("anvil worker: task {}: {}", report.task_id(), resp.reason());
       return;
@@ -300,7 +336,7 @@ void FleetWorker::Impl::SlotLoop(int ordinal, CandidateEvaluator& evaluator) {
     req.set_gpu_ordinal(ordinal);
     req.set_wait_s(options.lease_wait_s);
     v1::LeaseResponse resp;
-    grpc::Status s = stub->Lease(Context(options.lease_wait_s + 10).get(), req, &resp);
+    grpc::Status s = Stub()->Lease(Context(options.lease_wait_s + 10).get(), req, &resp);
     if (!s.ok()) {
       spdlog::warn("anvil worker: slot {}: lease failed: {}", ordinal, s.error_message());
       RegisterAgainIfForgotten(s);
@@ -377,7 +413,8 @@ absl::Status FleetWorker::Run() {
   }
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds = Credentials(w.options);
   if (!creds.ok()) return creds.status();
-  w.stub = v1::Fleet::NewStub(grpc::CreateChannel(w.options.server, *creds));
+  w.credentials = *creds;
+  w.Reconnect();
   w.gpus = gpus;
   if (absl::Status st = w.Register(); !st.ok()) return st;
   std::thread heartbeat([&w] { w.HeartbeatLoop(); });
