@@ -16,6 +16,7 @@
 #include "reward/reward.h"
 #include "server/local_evaluator.h"
 #include "store/store.h"
+#include "store/writer_lock.h"
 
 namespace anvil::cli {
 namespace {
@@ -227,7 +228,11 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   absl::StatusOr<v1::Candidate> c = LoadCandidate(a);
   if (!c.ok()) return Report(c.status(), kUsage);
   std::unique_ptr<Store> store;
+  std::optional<WriterLock> writer;  // held while the store is written
   if (a.store) {
+    absl::StatusOr<WriterLock> lock = WriterLock::Acquire(g.db, "anvil eval");
+    if (!lock.ok()) return Report(lock.status(), kDatabase);
+    writer.emplace(*std::move(lock));
     absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(g.db);
     if (!s.ok()) return Report(s.status(), kDatabase);
     store = std::move(*s);

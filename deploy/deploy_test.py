@@ -212,6 +212,18 @@ class Containers(unittest.TestCase):
                     "--device nvidia.com/gpu=all"):
             self.assertIn(opt, wrk)
 
+    def test_server_image_is_not_open_by_default(self):
+        # It listens on 0.0.0.0: without a token it refuses to start, and the
+        # recipe must not switch that off for everyone who builds it.
+        srv = text("container", "Containerfile.server")
+        self.assertIn("ANVIL_SERVER_LISTEN=0.0.0.0", srv)
+        self.assertNotRegex(srv, r"(?m)^\s*(ENV|ARG).*ANVIL_AUTH_ALLOW_UNAUTHENTICATED")
+        self.assertIn("--auth-token-file", srv)
+        (dep,) = by_kind(load("server.yaml"), "Deployment")
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        self.assertIn("--auth-token-file", c["args"])
+        self.assertNotIn("ANVIL_AUTH_ALLOW_UNAUTHENTICATED", {e["name"] for e in c["env"]})
+
     def test_server_image_is_debian_and_worker_image_is_cuda(self):
         srv = text("container", "Containerfile.server")
         wrk = text("container", "Containerfile.worker")
