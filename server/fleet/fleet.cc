@@ -19,18 +19,7 @@
 
 namespace anvil {
 
-using fleet_internal::Alive;
-using fleet_internal::NowMs;
-
 namespace fleet_internal {
-
-std::string RandomHex(int bytes) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
-  std::string out;
-  for (int i = 0; i < bytes; ++i) absl::StrAppend(&out, absl::Hex(rng() & 0xff, absl::kZeroPad2));
-  return out;
-}
 
 bool IsHexDigest(const std::string& s) {
   if (s.size() != 64) return false;
@@ -40,15 +29,26 @@ bool IsHexDigest(const std::string& s) {
   return true;
 }
 
-bool Alive(const WorkerRecord& w, int64_t now_ms, int64_t lease_ms) {
-  return w.quarantine_reason.empty() && now_ms - w.last_heartbeat_unix_ms <= lease_ms;
-}
-
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace fleet_internal
 
+using fleet_internal::NowMs;
+
 namespace {
+
+std::string RandomHex(int bytes) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
+  std::string out;
+  for (int i = 0; i < bytes; ++i) absl::StrAppend(&out, absl::Hex(rng() & 0xff, absl::kZeroPad2));
+  return out;
+}
+
+// Unquarantined and heard from within the lease.
+bool Alive(const WorkerRecord& w, int64_t now_ms, int64_t lease_ms) {
+  return w.quarantine_reason.empty() && now_ms - w.last_heartbeat_unix_ms <= lease_ms;
+}
 
 // Equal strings in time that does not depend on where they differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -257,7 +257,7 @@ absl::Status Fleet::PutArtifact(const std::string& sha256, const std::string& da
   }
   const std::string path = absl::StrCat(options_.artifact_dir, "/", sha256);
   if (std::filesystem::exists(path)) return absl::OkStatus();
-  const std::string tmp = absl::StrCat(path, ".tmp.", fleet_internal::RandomHex(4));
+  const std::string tmp = absl::StrCat(path, ".tmp.", RandomHex(4));
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));

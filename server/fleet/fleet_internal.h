@@ -5,14 +5,10 @@
 #include <cstdint>
 #include <string>
 
-#include "store/records.h"
 
 namespace anvil::fleet_internal {
 
-std::string RandomHex(int bytes);
-bool IsHexDigest(const std::string& s);
-// Unquarantined and heard from within the lease.
-bool Alive(const WorkerRecord& w, int64_t now_ms, int64_t lease_ms);
+bool IsHexDigest(const std::string& s);  // 64 lowercase hex digits
 int64_t NowMs();
 
 }  // namespace anvil::fleet_internal

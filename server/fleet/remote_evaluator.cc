@@ -34,8 +34,11 @@ std::vector<absl::StatusOr<v1::ReportResultRequest>> RunAll(Fleet& fleet, const 
   return out;
 }
 
-bool HasModel(const WorkerRecord& w, const std::string& model) {
-  return std::any_of(w.gpus.begin(), w.gpus.end(), [&model](const v1::GpuInfo& g) { return g.model() == model; });
+absl::Status NoModel() {
+  return absl::UnavailableError(
+      "no GPU worker has registered with this fleet and fleet.gpu is not set, so no job can be "
+      "measured: start `anvil worker --server HOST:PORT` on a GPU node (or set fleet.gpu to the "
+      "model jobs should wait for)");
 }
 
 }  // namespace
@@ -58,12 +61,7 @@ std::string RemoteEvaluator::Model() const {
 
 absl::Status RemoteEvaluator::CanRun(const std::string& gpu) const {
   const std::string model = Model();
-  if (model.empty()) {
-    return absl::UnavailableError(
-        "no GPU worker has registered with this fleet and fleet.gpu is not set, so no job can be "
-        "measured: start `anvil worker --server HOST:PORT` on a GPU node (or set fleet.gpu to the "
-        "model jobs should wait for)");
-  }
+  if (model.empty()) return NoModel();
   if (!gpu.empty() && gpu != model) {
     return absl::UnavailableError(absl::StrCat("no evaluator for GPU ", gpu, " here: this fleet measures on ",
                                                model, options_.gpu.empty() ? " (its GPU workers' model)" : " (fleet.gpu)"));
@@ -97,9 +95,7 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(const std::v
                                                                     const WorkContext& context) {
   const std::string gpu = Model();
   std::vector<absl::StatusOr<MeasureResult>> out;
-  if (absl::Status st = CanRun(""); !st.ok()) {
-    return std::vector<absl::StatusOr<MeasureResult>>(requests.size(), st);
-  }
+  if (gpu.empty()) return std::vector<absl::StatusOr<MeasureResult>>(requests.size(), NoModel());
   const std::optional<v1::RunnerInfo> facts = device();
   std::vector<v1::Task> tasks;
   std::vector<std::vector<std::string>> avoid;
@@ -184,14 +180,12 @@ std::string RemoteEvaluator::Waiting() const {
   if (until >= fleet_internal::NowMs()) return "";
   // The same words for the whole wait (the job says it once): when the last
   // worker of the model was declared dead, not how long ago.
-  bool known = false;
-  for (const WorkerRecord& w : fleet_->Workers()) known = known || HasModel(w, gpu);
   return absl::StrFormat("no live GPU worker of model %s in the fleet%s; waiting up to %.0f s for one "
                          "(fleet.worker_wait_seconds)",
                          gpu,
-                         known ? absl::StrCat(" since ", absl::FormatTime("%H:%M:%S UTC", absl::FromUnixMillis(until),
-                                                                           absl::UTCTimeZone()))
-                               : "",
+                         until > 0 ? absl::StrCat(" since ", absl::FormatTime("%H:%M:%S UTC", absl::FromUnixMillis(until),
+                                                                               absl::UTCTimeZone()))
+                                   : "",
                          fleet_->options().worker_wait_seconds);
 }
 
