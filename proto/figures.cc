@@ -44,6 +44,19 @@ double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figur
   return ours > 0 && base > 0 ? base / ours : 0;
 }
 
+double RankingUs(const v1::Measurement& m, absl::string_view figure) {
+  return m.verdict() == v1::VERDICT_PASSED ? FigureUs(m.timings(), figure) : 0;
+}
+
+bool Beats(double challenger_us, double incumbent_us) {
+  return challenger_us > 0 && (incumbent_us <= 0 || challenger_us < incumbent_us);
+}
+
+bool Beats(const v1::Measurement& challenger, const v1::Measurement& incumbent,
+           absl::string_view figure) {
+  return Beats(RankingUs(challenger, figure), RankingUs(incumbent, figure));
+}
+
 bool PredatesFigure(const v1::Measurement& m, absl::string_view figure) {
   return m.verdict() == v1::VERDICT_PASSED && FigureUs(m.timings(), figure) <= 0 &&
          (m.graph_note() == kPredatesGraphTiming || m.graph_note() == kGraphFiguresWithdrawn);

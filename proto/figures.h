@@ -40,6 +40,19 @@ double BestBaselineUs(const v1::Measurement& m, absl::string_view figure);
 // BestBaselineUs / the candidate's median of `figure`; 0 when either is absent.
 double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figure);
 
+// The one rule for "the best kernel of a problem by `figure`", used by the
+// job, the proposers, the store's queries, the report and the export:
+// a measurement ranks when it passed and has the figure (RankingUs > 0); of
+// two that rank, the lower median wins, and a tie keeps the incumbent (the
+// one measured first). Whether only verified measurements may win is the
+// caller's filter, not part of the order.
+double RankingUs(const v1::Measurement& m, absl::string_view figure);
+// True when a challenger at challenger_us (> 0) displaces an incumbent at
+// incumbent_us (0: none yet).
+bool Beats(double challenger_us, double incumbent_us);
+bool Beats(const v1::Measurement& challenger, const v1::Measurement& incumbent,
+           absl::string_view figure);
+
 // Measurement.graph_note of rows stored before graph-replay timing existed
 // (the store's schema step 3 writes it into every older row).
 inline constexpr absl::string_view kPredatesGraphTiming =
