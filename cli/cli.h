@@ -38,8 +38,6 @@ struct Globals {
 
 // Prints one clear line for `status` and maps it to an exit code.
 int Report(const absl::Status& status, ExitCode code);
-// The number of usable CUDA devices (0 without a driver or GPU), and why.
-int CountGpus(std::string* why);
 // One line of --json output: proto field names as in the .proto files.
 std::string ToJson(const google::protobuf::Message& message);
 // Printed wherever a GPU is needed and none is present.

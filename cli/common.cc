@@ -1,4 +1,3 @@
-#include <cuda_runtime.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -24,17 +23,6 @@ std::string ToJson(const google::protobuf::Message& message) {
 int Report(const absl::Status& status, ExitCode code) {
   std::cerr << "anvil: " << status.message() << "\n";
   return code;
-}
-
-int CountGpus(std::string* why) {
-  int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) {
-    if (why) *why = cudaGetErrorString(err);
-    return 0;
-  }
-  if (n == 0 && why) *why = "no CUDA device";
-  return n;
 }
 
 std::string NoGpuAdvice() {

@@ -11,11 +11,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
+#include "node/node_facts.h"
 #include "sandbox/sandbox.h"
 #include "seeds/seeds.h"
-#include "server/local_evaluator.h"
-#include "worker/build_cache.h"
 #include "store/store.h"
+#include "worker/build_cache.h"
+#include "worker/local_evaluator.h"
 #include "worker/toolchain.h"
 
 namespace anvil::cli {
@@ -39,13 +40,11 @@ json CuptiReport() {
 
 json GpuReport() {
   json out = {{"count", 0}, {"devices", json::array()}};
-  int driver = 0, runtime = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  out["driver_cuda_version"] = driver;
-  out["runtime_version"] = runtime;
+  const node::Versions versions = node::ReadVersions();
+  out["driver_cuda_version"] = versions.driver;
+  out["runtime_version"] = versions.runtime;
   std::string why;
-  int n = CountGpus(&why);
+  int n = node::CountGpus(&why);
   out["count"] = n;
   if (n == 0) out["why"] = why;
   for (int i = 0; i < n; ++i) {

@@ -11,12 +11,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli.h"
+#include "node/node_facts.h"
 #include "proto/candidate.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
-#include "reward/reward.h"
-#include "server/local_evaluator.h"
+#include "server/measure_callbacks.h"
 #include "store/store.h"
 #include "store/writer_lock.h"
+#include "worker/local_evaluator.h"
 
 namespace anvil::cli {
 namespace {
@@ -176,21 +178,32 @@ absl::StatusOr<MeasureResult> MeasureOnce(CandidateEvaluator& evaluator, const v
 }
 
 // `anvil eval --store`: the candidate, its build, its measurements (in no
-// job) and the cuBLASLt choices its runner tuned.
+// job) and the cuBLASLt choices its runner tuned, persisted as a job's round
+// is: through the store's measure callback (server/measure_callbacks.h).
 absl::Status StoreEvaluation(Store& store, const v1::Candidate& c, const v1::Build& build,
-                             const MeasureResult& out) {
-  if (absl::Status st = store.PutCandidate(c); !st.ok()) return st;
-  if (absl::StatusOr<int64_t> id = store.PutBuild(build); !id.ok()) return id.status();
-  if (absl::StatusOr<std::vector<int64_t>> ids = store.PutMeasurements(out.measurements); !ids.ok()) {
-    return ids.status();
+                             MeasureResult out) {
+  std::vector<ProblemView> problems;
+  Observation o;
+  o.proposal.candidate = c;
+  o.build = build;
+  o.outcome = build.verdict() == v1::VERDICT_PASSED ? Outcome::kMeasured : Outcome::kBuildFailed;
+  for (const v1::Measurement& m : out.measurements) {
+    ProblemView& v = problems.emplace_back();
+    v.spec = {m.problem().shape(), m.problem().layout()};
+    v.problem = m.problem();
+    v.name = ProblemName(m.problem());
+    o.proposal.problems.push_back(static_cast<int>(problems.size()) - 1);
+    o.measured_on.push_back(static_cast<int>(problems.size()) - 1);
   }
-  for (const v1::LtAlgo& a : out.tuned) {
-    if (out.measurements.empty()) break;
-    const v1::Problem p = MakeProblem(a.gpu(), out.measurements[0].problem().arch(), a.shape(), a.layout());
-    const LtAlgo choice{a.algo(), 0, a.figure().empty() ? "device" : a.figure()};
-    if (absl::Status st = store.PutLtAlgo(p, a.cublas_version(), choice); !st.ok()) return st;
-  }
-  return absl::OkStatus();
+  o.measurements = std::move(out.measurements);
+  std::vector<Observation> observations;
+  observations.push_back(std::move(o));
+  MeasuredRound round;
+  round.figure = std::string(kDefaultFigure);
+  round.problems = &problems;
+  round.observations = &observations;
+  round.tuned = std::move(out.tuned);
+  return MakeStoreCallback(store)->Apply(round);
 }
 
 // Prints the outcome (one JSON line per problem with --json, or one for the
@@ -249,7 +262,7 @@ int RunEval(const Globals& g, const EvalArgs& a) {
   if (!builds[0].ok()) return Report(builds[0].status(), kFailed);
   if (!g.json) PrintBuild(*c, *builds[0]);
   std::string why;
-  if (builds[0]->verdict() == v1::VERDICT_PASSED && CountGpus(&why) == 0) {
+  if (builds[0]->verdict() == v1::VERDICT_PASSED && node::CountGpus(&why) == 0) {
     std::cerr << "anvil: built, but cannot measure: " << why << ". " << NoGpuAdvice() << "\n";
     return kUnavailable;
   }

@@ -181,44 +181,4 @@ ProgressEvent FromJobEvent(const JobEvent& ev) {
   return e;
 }
 
-StdoutLines::StdoutLines(std::function<void(const std::string&)> line)
-    : line_(std::move(line)), stdout_buf_(std::cout.rdbuf()) {
-  std::cout.flush();
-  std::cout.rdbuf(this);
-}
-
-StdoutLines::~StdoutLines() {
-  std::cout.rdbuf(stdout_buf_);
-  absl::MutexLock lock(&mu_);
-  if (!pending_.empty()) line_(pending_);
-}
-
-int StdoutLines::overflow(int c) {
-  if (c == traits_type::eof()) return traits_type::not_eof(c);
-  const char ch = static_cast<char>(c);
-  Put(&ch, 1);
-  return c;
-}
-
-std::streamsize StdoutLines::xsputn(const char* s, std::streamsize n) {
-  Put(s, n);
-  return n;
-}
-
-void StdoutLines::Put(const char* s, std::streamsize n) {
-  std::vector<std::string> lines;
-  {
-    absl::MutexLock lock(&mu_);
-    for (std::streamsize i = 0; i < n; ++i) {
-      if (s[i] != '\n') {
-        pending_.push_back(s[i]);
-        continue;
-      }
-      lines.push_back(std::move(pending_));
-      pending_.clear();
-    }
-  }
-  for (const std::string& l : lines) line_(l);  // outside the lock: the display has its own
-}
-
 }  // namespace anvil::cli

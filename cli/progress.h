@@ -10,8 +10,8 @@
 // It takes structured events (ProgressEvent), whoever produces them: the
 // coordinator's job events (JobService::WatchJob in-process, or the
 // OptimizeKernel/WatchJob stream of a server), or the store's view of a job
-// (JobActivity). Lines other code writes to std::cout while the block is
-// drawn go above it through StdoutLines (as rich's Live redirects stdout).
+// (JobActivity). The proposers' notes come as the job's log events, so
+// nothing else writes to stdout while the block is drawn.
 //
 // Thread-safety: Handle and Finish may be called from any thread; they
 // serialise on an internal mutex.
@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
-#include <streambuf>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,27 +100,6 @@ ProgressEvent FromJobProgress(const v1::JobProgress& progress, double budget_s);
 // totals from its usage (builds, failures, measurements, wall time and the
 // wall budget in force).
 ProgressEvent FromJobEvent(const JobEvent& event);
-
-// While alive, std::cout's lines go to `line` instead (a partial last line
-// too, when it ends); restores std::cout when destroyed. The display writes
-// to a stream made on std::cout.rdbuf() before this is constructed.
-// Thread-safety: writers to std::cout are serialised by an internal mutex;
-// construct and destroy on one thread with no writer running.
-class StdoutLines : private std::streambuf {
- public:
-  explicit StdoutLines(std::function<void(const std::string&)> line);
-  ~StdoutLines() override;
-
- private:
-  int overflow(int c) override;
-  std::streamsize xsputn(const char* s, std::streamsize n) override;
-  void Put(const char* s, std::streamsize n);
-
-  std::function<void(const std::string&)> line_;
-  std::streambuf* const stdout_buf_;
-  absl::Mutex mu_;
-  std::string pending_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace anvil::cli
 

@@ -137,20 +137,5 @@ TEST(ProgressDisplayTest, JobEventsCarryTheRunsTotals) {
   EXPECT_EQ(FromJobEvent(ev).kind, Kind::kNewBest);
 }
 
-TEST(ProgressDisplayTest, StdoutLinesGoAboveTheBlock) {
-  std::vector<std::string> lines;
-  std::ostringstream replaced;
-  std::streambuf* real = std::cout.rdbuf(replaced.rdbuf());  // this test's own stdout
-  {
-    StdoutLines capture([&lines](const std::string& l) { lines.push_back(l); });
-    std::cout << "  [seeds] 12 configurations\n" << "  half";
-    std::cout << " a line\n" << std::flush << "no newline";
-  }
-  std::cout << "after\n";
-  std::cout.rdbuf(real);
-  EXPECT_EQ(lines, (std::vector<std::string>{"  [seeds] 12 configurations", "  half a line", "no newline"}));
-  EXPECT_EQ(replaced.str(), "after\n");  // stdout is restored
-}
-
 }  // namespace
 }  // namespace anvil::cli

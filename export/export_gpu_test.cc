@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "export/export.h"
 #include "export/export_test_util.h"
+#include "node/node_facts.h"
 
 namespace anvil {
 namespace {
@@ -27,18 +28,7 @@ using testing_util::TestProblem;
 std::pair<std::string, std::string> ThisDevice() {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  std::string name = prop.name;
-  if (name.rfind("NVIDIA ", 0) == 0) name = name.substr(7);
-  for (char& c : name) c = c == ' ' ? '-' : c;
-  int driver = 0, runtime = 0, major = 0, minor = 0, patch = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  cublasGetProperty(MAJOR_VERSION, &major);
-  cublasGetProperty(MINOR_VERSION, &minor);
-  cublasGetProperty(PATCH_LEVEL, &patch);
-  const int cublas = major * 10000 + minor * 100 + patch;
-  return {name, absl::StrCat("cudart=", runtime, " driver=", driver, " cublas=", cublas,
-                             " cublaslt=", cublas)};
+  return {node::NormaliseGpuName(prop.name), node::MeasurementVersions(node::ReadVersions())};
 }
 
 // The tools the package build uses: the node's (bundle environment) first.

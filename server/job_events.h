@@ -67,6 +67,7 @@ struct JobEvent {
   v1::Job job;                                   // the job as of this event
   std::string message;                           // one line for a person, no newline
   std::string proposer;                          // the proposer concerned, if any
+  std::string stage;                             // the proposal's stage ("screen", "llm-repair"), if any
   int problem = -1;                              // index into the job's problems, if any
   std::optional<v1::Measurement> measurement;
   BudgetUsage usage;

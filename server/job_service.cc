@@ -138,16 +138,12 @@ absl::StatusOr<std::shared_ptr<JobRun>> JobService::Prepare(const std::string& j
   absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> proposers = options_.proposers(*request);
   if (!proposers.ok()) return proposers.status();
   JobRunOptions o;
+  static_cast<JobOptions&>(o) = options_;
   o.store = options_.store;
   o.evaluator = options_.evaluator;
   o.proposers = std::move(*proposers);
   o.policy = options_.share_policy();
   o.clock = options_.clock;
-  o.build_chunk = options_.build_chunk;
-  o.pending_per_proposer = options_.pending_per_proposer;
-  o.plateau_gain = options_.plateau_gain;
-  o.cross_check_tolerance = options_.cross_check_tolerance;
-  o.quarantine_after = options_.quarantine_after;
   o.emit = [this, job_id](const JobEvent& e) { Emit(job_id, e); };
   auto run = std::make_shared<JobRun>(job_id, *std::move(request), std::move(o));
   {

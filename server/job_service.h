@@ -48,43 +48,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "anvil/v1/kernel_search.pb.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/job_events.h"
+#include "server/job_options.h"
 #include "server/proposer.h"
+#include "server/proposer_set.h"
 #include "store/store.h"
 
 namespace anvil {
 
-// Shares a job's budget among its proposers. Asked before each Propose.
-// Thread-compatible (one per job).
-class SharePolicy {
- public:
-  virtual ~SharePolicy() = default;
-  // Which of `proposers` to ask next, or -1 for none. `usage` is what each has
-  // spent ([i] answers proposers[i]); `exhausted[i]`: it proposed nothing
-  // new with nothing pending.
-  virtual int Next(const std::vector<std::string>& proposers,
-                   const std::vector<ProposerUsage>& usage,
-                   const std::vector<bool>& exhausted) = 0;
-};
-
-// The default: equal GPU-second shares (the proposer that has spent least
-// goes next; ties by order). The LLM issue adds a bandit behind the same interface.
-std::unique_ptr<SharePolicy> MakeEqualSharePolicy();
-
-// Makes a job's proposers from its request (request.proposer: "embedded",
-// "llm", or several comma-separated). InvalidArgument for an unknown name.
-using ProposerFactory = std::function<absl::StatusOr<std::vector<std::unique_ptr<Proposer>>>(
-    const v1::OptimizeKernelRequest& request)>;
-
-// A job's proposers and the policy sharing its budget among them, as made by
-// server/proposers/factory.h (or a test's doubles).
-struct ProposerSet {
-  ProposerFactory factory;
-  std::function<std::unique_ptr<SharePolicy>()> share_policy;  // empty: equal shares
-};
-
-struct JobServiceOptions {
+// What a service is made of; its JobOptions (job_options.h) pass down to
+// every job's run. Assembled in one place: server/proposers/job_setup.h.
+struct JobServiceOptions : JobOptions {
   Store* store = nullptr;                    // REQUIRES: non-null, outlives the service
   // The GPU this service measures on. (An evaluator per GPU model comes with
   // the fleet: a job whose problems name another GPU is refused Unavailable.)
@@ -94,16 +69,6 @@ struct JobServiceOptions {
   // The clock budgets are measured on (tests pass a fake); empty: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
   std::function<std::string()> new_job_id;   // empty: "job-<unix ns>"
-  v1::Budget default_budget;                 // fields a request leaves zero
-  std::string default_figure;                // a request without reward_figure; REQUIRES: set
-  int build_chunk = 16;                      // candidates per build/measure round
-  int pending_per_proposer = 256;            // proposals asked for ahead: what the fair scheduler chooses from
-  double plateau_gain = 0.005;               // a best improving less is no gain (plateau)
-  // A re-check measured on another GPU than the original (a fleet) whose
-  // figure differs from the original's by more than this fraction does not
-  // verify, and records a disagreement against the workers involved.
-  double cross_check_tolerance = 0.25;
-  int quarantine_after = 3;  // disagreements (with two or more others) that quarantine a worker
 };
 
 // A watcher's registration; destroying it (or Cancel) stops the callbacks.

@@ -183,6 +183,7 @@ class ProgressCallback : public MeasureCallback {
     JobEvent e;
     e.kind = kind;
     e.proposer = o.proposal.candidate.proposer();
+    e.stage = o.proposal.stage;
     e.problem = problem;
     return e;
   }

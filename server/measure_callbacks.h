@@ -33,7 +33,7 @@ namespace anvil {
 struct MeasuredRound {
   std::string job_id;
   std::string figure;
-  std::vector<ProblemView>* problems = nullptr;  // the job's problems (keys set)
+  const std::vector<ProblemView>* problems = nullptr;  // the job's problems (keys set)
   std::vector<Observation>* observations = nullptr;
   std::vector<v1::LtAlgo> tuned;                 // new cuBLASLt choices from the round
 };

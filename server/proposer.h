@@ -4,8 +4,8 @@
 // job's proposers for candidates with Propose, builds and measures them on the
 // problems they name, persists everything, and tells the proposer what
 // happened with Observe. Implementations: the embedded search over the seed
-// families' knobs (server/proposers/embedded/), the LLM proposer (later), and
-// test doubles (tests/).
+// families' knobs (server/proposers/embedded/), the LLM proposer
+// (server/proposers/llm/), and test doubles (tests/).
 //
 // Contract:
 // - Every proposal is answered by exactly one Observation, in a later
@@ -28,6 +28,7 @@
 #define ANVIL_SERVER_PROPOSER_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,6 +80,10 @@ struct SearchView {
   double budget_seconds = 0;              // this run's wall budget (0: none)
   bool final_phase = false;               // budget spent: only re-checks are measured
   HistoryReader* history = nullptr;       // never null during a call
+  // A line for the job's watchers (a log event naming this proposer): stage
+  // changes and other notes for a person. Set by the job; may be empty
+  // where a view is made by hand (tests).
+  std::function<void(const std::string&)> note;
 };
 
 // A candidate and the problems to measure it on (compile once, measure many).

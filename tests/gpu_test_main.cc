@@ -2,15 +2,17 @@
 // present, otherwise prints why and exits 77, which ctest reports as skipped.
 #include <cstdio>
 
-#include <cuda_runtime.h>
+#include <string>
+
 #include <gtest/gtest.h>
 
+#include "node/node_facts.h"
+
 int main(int argc, char** argv) {
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
+  std::string why;
+  if (anvil::node::CountGpus(&why) == 0) {
     std::printf("SKIPPED: no CUDA device (%s); run the gpu-labelled tests on a GPU node\n",
-                err == cudaSuccess ? "0 devices" : cudaGetErrorString(err));
+                why.c_str());
     return 77;
   }
   ::testing::InitGoogleTest(&argc, argv);

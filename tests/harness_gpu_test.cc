@@ -17,7 +17,7 @@
 #include "seeds/seeds.h"
 #include "seeds/space.h"
 #include "worker/builder.h"
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 #include "tools/soak/fixtures.h"
 
 #ifndef ANVIL_SOURCE_DIR
@@ -50,14 +50,14 @@ class Harness : public ::testing::Test {
     b.cache_dir = scratch_->path() + "/cache";
     b.scratch_dir = scratch_->path();
     builder_ = new Builder(b);
-    EvaluatorOptions e = EvaluatorOptionsWith(*t, FixtureProtocol());
-    evaluator_ = new Evaluator(e);
+    RunnerHostOptions e = RunnerOptionsWith(*t, FixtureProtocol());
+    evaluator_ = new RunnerHost(e);
     e.protocol.set_profile_counters(true);
-    profiling_evaluator_ = new Evaluator(e);
+    profiling_evaluator_ = new RunnerHost(e);
   }
   // The evaluators' options: scratch below the suite's folder, 20 s limits.
-  static EvaluatorOptions EvaluatorOptionsWith(const Toolchain& t, v1::RunnerProtocol protocol) {
-    EvaluatorOptions e;
+  static RunnerHostOptions RunnerOptionsWith(const Toolchain& t, v1::RunnerProtocol protocol) {
+    RunnerHostOptions e;
     e.toolchain = t;
     e.scratch_dir = scratch_->path();
     e.protocol = std::move(protocol);
@@ -104,19 +104,19 @@ class Harness : public ::testing::Test {
     absl::StatusOr<v1::Build> b = BuildPassing(c);
     EXPECT_TRUE(b.ok()) << b.status();
     if (!b.ok()) return {};
-    absl::StatusOr<Evaluation> ev = evaluator_->Evaluate(c, *b, shapes, {});
+    absl::StatusOr<RunnerResults> ev = evaluator_->Measure(c, *b, shapes, {});
     EXPECT_TRUE(ev.ok()) << ev.status();
     return ev.ok() ? ev->measurements : std::vector<v1::Measurement>{};
   }
   static sandbox::ScratchDir* scratch_;
   static Builder* builder_;
-  static Evaluator* evaluator_;
-  static Evaluator* profiling_evaluator_;  // protocol.profile_counters on
+  static RunnerHost* evaluator_;
+  static RunnerHost* profiling_evaluator_;  // protocol.profile_counters on
 };
 sandbox::ScratchDir* Harness::scratch_ = nullptr;
 Builder* Harness::builder_ = nullptr;
-Evaluator* Harness::evaluator_ = nullptr;
-Evaluator* Harness::profiling_evaluator_ = nullptr;
+RunnerHost* Harness::evaluator_ = nullptr;
+RunnerHost* Harness::profiling_evaluator_ = nullptr;
 
 v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
@@ -208,7 +208,7 @@ TEST_F(Harness, CounterProfileOfTheCandidateAndTheFastestBaseline) {
   ASSERT_TRUE(built.ok()) << built.status();
   const v1::Candidate& c = built->candidate;
   const v1::Build& b = built->build;
-  absl::StatusOr<Evaluation> ev = profiling_evaluator_->Evaluate(c, b, {S(1024, 1024, 1024)}, {});
+  absl::StatusOr<RunnerResults> ev = profiling_evaluator_->Measure(c, b, {S(1024, 1024, 1024)}, {});
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_EQ(ev->measurements.size(), 1u);
   const v1::Measurement& m = ev->measurements[0];
@@ -286,12 +286,12 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
   const v1::Candidate& c = built->candidate;
   const v1::Build& b = built->build;
   const std::vector<v1::Shape> shapes = {S(1000, 1000, 1000)};
-  const auto auto_baseline = [](const Evaluation& ev) {
+  const auto auto_baseline = [](const RunnerResults& ev) {
     for (const v1::Baseline& x : ev.measurements.at(0).baselines())
       if (x.name() == "cublaslt_auto") return x;
     return v1::Baseline();
   };
-  absl::StatusOr<Evaluation> first = evaluator_->Evaluate(c, b, shapes, {});
+  absl::StatusOr<RunnerResults> first = evaluator_->Measure(c, b, shapes, {});
   ASSERT_TRUE(first.ok()) << first.status();
   // One choice per figure it is compared by: device time and each graph regime.
   ASSERT_EQ(first->tuned.size(), 3u);
@@ -302,7 +302,7 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
   EXPECT_GE(auto_baseline(*first).algo_index_graph_hot(), 0);
   EXPECT_GE(auto_baseline(*first).algo_index_graph_cold(), 0);
 
-  absl::StatusOr<Evaluation> cached = evaluator_->Evaluate(c, b, shapes, first->tuned);
+  absl::StatusOr<RunnerResults> cached = evaluator_->Measure(c, b, shapes, first->tuned);
   ASSERT_TRUE(cached.ok()) << cached.status();
   EXPECT_TRUE(cached->tuned.empty());
   EXPECT_EQ(auto_baseline(*cached).algo_index(), -1);
@@ -310,7 +310,7 @@ TEST_F(Harness, AStoredCublasLtChoiceIsTunedAgainOnlyWhenMarked) {
 
   std::vector<v1::LtAlgo> stored = first->tuned;
   stored[0].set_retune(true);  // the device-time choice only
-  absl::StatusOr<Evaluation> retuned = evaluator_->Evaluate(c, b, shapes, stored);
+  absl::StatusOr<RunnerResults> retuned = evaluator_->Measure(c, b, shapes, stored);
   ASSERT_TRUE(retuned.ok()) << retuned.status();
   ASSERT_EQ(retuned->tuned.size(), 1u);
   EXPECT_EQ(retuned->tuned[0].figure(), "device");
@@ -334,8 +334,8 @@ TEST_F(Harness, SamplesSpreadOverOperandSetsWithinTheirMemoryBound) {
     v1::RunnerProtocol p = FixtureProtocol();
     p.set_operand_sets(sets);
     p.set_max_operand_bytes(max_bytes);
-    Evaluator ev(EvaluatorOptionsWith(*t, p));
-    absl::StatusOr<Evaluation> got = ev.Evaluate(built->candidate, built->build, {shape}, {});
+    RunnerHost ev(RunnerOptionsWith(*t, p));
+    absl::StatusOr<RunnerResults> got = ev.Measure(built->candidate, built->build, {shape}, {});
     EXPECT_TRUE(got.ok()) << got.status();
     if (!got.ok() || got->measurements.size() != 1) return -1.0;
     const v1::Measurement& m = got->measurements[0];
@@ -356,7 +356,7 @@ TEST_F(Harness, GraphReplayFiguresInBothRegimes) {
   absl::StatusOr<BuiltSeed> built = LastSeedNtBuilt();
   ASSERT_TRUE(built.ok()) << built.status();
   const v1::Shape shape = S(1000, 1000, 1000);
-  absl::StatusOr<Evaluation> ev = evaluator_->Evaluate(built->candidate, built->build, {shape}, {});
+  absl::StatusOr<RunnerResults> ev = evaluator_->Measure(built->candidate, built->build, {shape}, {});
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_TRUE(ev->info.has_value());
   const v1::Measurement& m = ev->measurements.at(0);

@@ -16,7 +16,7 @@
 #include "proto/candidate.h"
 #include "proto/problem.h"
 #include "reward/profile_hint.h"
-#include "server/local_evaluator.h"
+#include "worker/local_evaluator.h"
 #include "server/proposers/llm/trajectories.h"
 #include "tests/scripted_job.h"
 #include "tests/scripted_kernels.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "store/store.h"
 
 namespace anvil::testing {

@@ -42,7 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "anvil/v1/fleet.pb.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "store/store.h"
 
 namespace anvil {

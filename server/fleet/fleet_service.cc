@@ -4,20 +4,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
+#include "proto/grpc_status.h"
 
 namespace anvil {
 namespace {
 
-grpc::Status ToGrpcStatus(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
-
 // Runs `work` once the call is authorized; its status becomes the call's.
 template <typename Work>
 grpc::Status Guarded(const absl::Status& authorized, Work work) {
-  if (!authorized.ok()) return ToGrpcStatus(authorized);
-  return ToGrpcStatus(work());
+  if (!authorized.ok()) return rpc::ToGrpc(authorized);
+  return rpc::ToGrpc(work());
 }
 
 // Copies a StatusOr's value into the response.

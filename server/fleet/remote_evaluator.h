@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/fleet/fleet.h"
 
 namespace anvil {

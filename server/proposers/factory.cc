@@ -53,8 +53,6 @@ std::unique_ptr<Proposer> Embedded(const ProposerSetupOptions& o, const v1::Opti
   e.search.transfer_from = o.transfer_from;
   e.search.figure = r.reward_figure();
   e.search.build_chunk = o.build_chunk;
-  e.progress = o.progress;
-  e.on_done = o.on_done;
   return std::make_unique<EmbeddedProposer>(std::move(e));
 }
 

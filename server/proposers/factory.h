@@ -21,8 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "seeds/seeds.h"
-#include "server/job_service.h"
-#include "server/proposers/embedded/search.h"
+#include "server/proposer_set.h"
 #include "store/store.h"
 
 namespace anvil {
@@ -32,12 +31,9 @@ struct ProposerSetupOptions {
   std::vector<SeedFamily> seeds;   // REQUIRES: non-empty
   std::string llm_config;          // JSON file of an LLM endpoint (llm_proposer.h); "": none
   std::string prompts_dir;         // the prompt templates (with llm_config)
-  int build_chunk = 16;            // builds per round of the embedded search
+  int build_chunk = 16;            // builds per round of the embedded search (JobOptions')
   bool seeds_only = false;         // the embedded search stops after its seed stage
   std::string transfer_from;       // the embedded search's transfer source ("" : none)
-  ProgressFn progress;             // the embedded search's lines for a person; may be empty
-  // Called when an embedded search ends, with what it found; may be empty.
-  std::function<void(const absl::StatusOr<SearchResult>&)> on_done;
 };
 
 // The factory and share policy of `options` (see the file comment).

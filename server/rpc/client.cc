@@ -9,7 +9,7 @@
 #include "anvil/v1/fleet.grpc.pb.h"
 #include "anvil/v1/kernel_search.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "server/rpc/status.h"
+#include "proto/grpc_status.h"
 
 namespace anvil {
 

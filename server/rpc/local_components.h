@@ -1,17 +1,25 @@
-// The evaluator and proposers `anvil serve` and `anvil-server` run with:
-// this node's GPU (LocalEvaluator: sandboxed nvcc and runner; with
-// fleet.enabled the fleet's RemoteEvaluator instead) and the proposers local
-// `anvil optimize` runs (server/proposers/factory.h: the embedded search over
-// the bundle's seeds, plus the LLM proposer with jobs.llm_config). Tests pass
-// their doubles to ServeMain instead.
+// The components `anvil serve` and `anvil-server` run with: this node's GPU
+// (LocalEvaluator: sandboxed nvcc and runner; with fleet.enabled ServeMain
+// measures on the fleet's RemoteEvaluator instead) and no proposers of their
+// own, so that ServeMain makes the node's, as local `anvil optimize` runs
+// (server/proposers/factory.h). Tests pass their doubles to ServeMain instead.
 #ifndef ANVIL_SERVER_RPC_LOCAL_COMPONENTS_H_
 #define ANVIL_SERVER_RPC_LOCAL_COMPONENTS_H_
 
+#include "absl/status/statusor.h"
+#include "server/proposers/factory.h"
+#include "server/rpc/options.h"
 #include "server/rpc/serve_main.h"
 
 namespace anvil {
 
 ServeComponents LocalServeComponents();
+
+// The node's proposers for a server's options, as local `anvil optimize`
+// makes them: the embedded search over the bundle's seeds, and the LLM
+// proposer when jobs.llm_config names an endpoint (ProposerSetupOptions'
+// store and build chunk are set where the service is assembled).
+absl::StatusOr<ProposerSetupOptions> NodeProposers(const ServerOptions& o);
 
 }  // namespace anvil
 

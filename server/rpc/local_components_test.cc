@@ -1,7 +1,7 @@
-// The components anvil serve and anvil-server run with make the proposers
-// local `anvil optimize` makes (server/proposers/factory.h), whether jobs
-// measure on this node's GPU or on the fleet's: the embedded search over the
-// seeds, the LLM proposer when jobs.llm_config names an endpoint.
+// anvil serve and anvil-server run the proposers local `anvil optimize`
+// makes (server/proposers/factory.h), whether jobs measure on this node's GPU
+// or on the fleet's: the embedded search over the seeds, the LLM proposer
+// when jobs.llm_config names an endpoint.
 #include "server/rpc/local_components.h"
 
 #include <filesystem>
@@ -30,11 +30,17 @@ TEST(LocalServeComponentsTest, ServedJobsRunTheProposersLocalOptimizeRuns) {
   std::filesystem::create_directories(dir);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/anvil.db");
   ASSERT_TRUE(store.ok()) << store.status();
-  ServeComponents c = LocalServeComponents();
+  EXPECT_FALSE(LocalServeComponents().proposers);  // ServeMain makes the node's
+  const auto node_set = [&store](const ServerOptions& o) -> absl::StatusOr<ProposerSet> {
+    absl::StatusOr<ProposerSetupOptions> p = NodeProposers(o);
+    if (!p.ok()) return p.status();
+    p->store = store->get();
+    return MakeProposerSet(*std::move(p));
+  };
   for (bool fleet : {false, true}) {
     ServerOptions o;
     o.fleet_enabled = fleet;
-    absl::StatusOr<ProposerSet> set = c.proposers(o, **store);
+    absl::StatusOr<ProposerSet> set = node_set(o);
     ASSERT_TRUE(set.ok()) << set.status();
     EXPECT_EQ(Names(*set, ""), std::vector<std::string>{"embedded"});
     EXPECT_FALSE(set->share_policy);
@@ -45,7 +51,7 @@ TEST(LocalServeComponentsTest, ServedJobsRunTheProposersLocalOptimizeRuns) {
   ServerOptions with_llm;
   with_llm.llm_config = dir + "/llm.json";
   std::ofstream(with_llm.llm_config) << R"({"client": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}})";
-  absl::StatusOr<ProposerSet> set = c.proposers(with_llm, **store);
+  absl::StatusOr<ProposerSet> set = node_set(with_llm);
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(Names(*set, "embedded").size(), 2u);
   EXPECT_TRUE(set->share_policy);

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/rpc/metrics.h"
 
 namespace anvil::rpc {

@@ -190,6 +190,20 @@ absl::Status ApplyOption(const std::string& name, const std::string& value, Serv
   return SetFromText(*e, value, options);
 }
 
+JobOptions JobOptionsOf(const ServerOptions& o) {
+  JobOptions j;
+  j.default_figure = o.default_figure;
+  j.build_chunk = o.build_chunk;
+  j.cross_check_tolerance = o.fleet_cross_check_tolerance;
+  j.quarantine_after = o.fleet_quarantine_after;
+  j.default_budget.set_max_wall_seconds(o.default_wall_seconds);
+  j.default_budget.set_max_gpu_seconds(o.default_gpu_seconds);
+  j.default_budget.set_max_candidates(o.default_candidates);
+  j.default_budget.set_plateau_candidates(o.default_plateau_candidates);
+  j.default_budget.set_target_efficiency(o.default_target_efficiency);
+  return j;
+}
+
 absl::Status ValidateServerOptions(const ServerOptions& o) {
   auto bad = [](const std::string& why) { return absl::InvalidArgumentError(why); };
   if (o.listen.rfind(':') == std::string::npos) return bad("server.listen must be host:port");

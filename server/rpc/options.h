@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/job_options.h"
 
 namespace anvil {
 
@@ -82,6 +83,11 @@ struct ServerOptionInfo {
   std::string help;
   std::string default_text;
 };
+// The jobs' part of the options (figure, budget defaults, build chunk,
+// cross-check), as every job service is given it: `anvil serve`'s and local
+// `anvil optimize`'s alike (server/proposers/job_setup.h).
+JobOptions JobOptionsOf(const ServerOptions& o);
+
 std::vector<ServerOptionInfo> ListServerOptions();
 
 // Applies a TOML file. InvalidArgument names the file, line and key for a

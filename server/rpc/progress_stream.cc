@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/rpc/progress.h"
 #include "server/rpc/service.h"
-#include "server/rpc/status.h"
+#include "proto/grpc_status.h"
 
 namespace anvil::rpc {
 namespace {

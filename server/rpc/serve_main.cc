@@ -15,7 +15,9 @@
 #include "absl/strings/str_replace.h"
 #include "server/fleet/fleet.h"
 #include "server/fleet/remote_evaluator.h"
+#include "server/proposers/job_setup.h"
 #include "server/rpc/auth.h"
+#include "server/rpc/local_components.h"
 #include "server/rpc/metered_evaluator.h"
 #include "server/rpc/metrics.h"
 #include "server/rpc/server.h"
@@ -60,25 +62,6 @@ absl::StatusOr<ServerOptions> ParseOptions(const std::vector<std::string>& args,
   }
   if (absl::Status st = ValidateServerOptions(options); !st.ok()) return st;
   return options;
-}
-
-JobServiceOptions JobOptions(const ServerOptions& o, Store& store, CandidateEvaluator& evaluator,
-                             ProposerSet proposers) {
-  JobServiceOptions j;
-  j.store = &store;
-  j.cross_check_tolerance = o.fleet_cross_check_tolerance;
-  j.quarantine_after = o.fleet_quarantine_after;
-  j.evaluator = &evaluator;
-  j.proposers = std::move(proposers.factory);
-  j.share_policy = std::move(proposers.share_policy);
-  j.default_figure = o.default_figure;
-  j.build_chunk = o.build_chunk;
-  j.default_budget.set_max_wall_seconds(o.default_wall_seconds);
-  j.default_budget.set_max_gpu_seconds(o.default_gpu_seconds);
-  j.default_budget.set_max_candidates(o.default_candidates);
-  j.default_budget.set_plateau_candidates(o.default_plateau_candidates);
-  j.default_budget.set_target_efficiency(o.default_target_efficiency);
-  return j;
 }
 
 FleetOptions FleetOptionsOf(const ServerOptions& o) {
@@ -173,6 +156,55 @@ int Fail(const absl::Status& st, int code) {
   return code;
 }
 
+// What jobs measure with: the fleet's workers (fleet.enabled), else this
+// node's evaluator, else nothing (OptimizeKernel answers UNAVAILABLE and why).
+struct Evaluators {
+  std::unique_ptr<rpc::MeteredEvaluator> metered;
+  RemoteEvaluator* remote = nullptr;  // with fleet.enabled
+  std::string none_why;               // why there is no evaluator ("" : there is one)
+};
+
+Evaluators MakeEvaluators(const ServerOptions& o, const ServeComponents& components, Fleet* fleet,
+                          rpc::ServerMetrics& metrics) {
+  Evaluators e;
+  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made = absl::UnknownError("");
+  if (o.fleet_enabled) {
+    std::unique_ptr<RemoteEvaluator> r = FleetEvaluator(o, fleet);
+    e.remote = r.get();
+    made = std::unique_ptr<CandidateEvaluator>(std::move(r));
+  } else {
+    made = components.evaluator(o);
+  }
+  if (!made.ok()) {
+    e.none_why = std::string(made.status().message());
+    spdlog::warn("anvil serve: no evaluator ({}); OptimizeKernel answers UNAVAILABLE", e.none_why);
+    made = std::unique_ptr<CandidateEvaluator>(std::make_unique<NoEvaluator>(e.none_why));
+  }
+  e.metered = std::make_unique<rpc::MeteredEvaluator>(*std::move(made), metrics);
+  return e;
+}
+
+// The job service: this node's proposers (server/proposers/factory.h) unless
+// the components bring their own.
+absl::StatusOr<std::unique_ptr<JobService>> MakeJobs(const ServerOptions& o,
+                                                     const ServeComponents& components,
+                                                     Store& store, CandidateEvaluator& evaluator) {
+  JobSetup setup;
+  setup.store = &store;
+  setup.evaluator = &evaluator;
+  setup.job = JobOptionsOf(o);
+  if (components.proposers) {
+    absl::StatusOr<ProposerSet> set = components.proposers(o, store);
+    if (!set.ok()) return set.status();
+    setup.proposer_set = *std::move(set);
+  } else {
+    absl::StatusOr<ProposerSetupOptions> node = NodeProposers(o);
+    if (!node.ok()) return node.status();
+    setup.proposers = *std::move(node);
+  }
+  return MakeJobService(std::move(setup));
+}
+
 }  // namespace
 
 int ServeMain(const std::vector<std::string>& args, const ServeComponents& components,
@@ -198,41 +230,21 @@ int ServeMain(const std::vector<std::string>& args, const ServeComponents& compo
 
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Create(store->get(), FleetOptionsOf(*options));
   if (!fleet.ok()) return Fail(fleet.status(), 4);
-  std::string no_evaluator;
-  RemoteEvaluator* remote = nullptr;
-  absl::StatusOr<std::unique_ptr<CandidateEvaluator>> made = absl::UnknownError("");
-  if (options->fleet_enabled) {
-    std::unique_ptr<RemoteEvaluator> r = FleetEvaluator(*options, fleet->get());
-    remote = r.get();
-    made = std::unique_ptr<CandidateEvaluator>(std::move(r));
-  } else {
-    made = components.evaluator(*options);
-  }
-  std::unique_ptr<CandidateEvaluator> inner;
-  if (made.ok()) {
-    inner = *std::move(made);
-  } else {
-    no_evaluator = std::string(made.status().message());
-    spdlog::warn("anvil serve: no evaluator ({}); OptimizeKernel answers UNAVAILABLE", no_evaluator);
-    inner = std::make_unique<NoEvaluator>(no_evaluator);
-  }
-  rpc::MeteredEvaluator evaluator(std::move(inner), **metrics);
-  absl::StatusOr<ProposerSet> proposers = components.proposers(*options, **store);
-  if (!proposers.ok()) return Fail(proposers.status(), 1);
-  absl::StatusOr<std::unique_ptr<JobService>> jobs =
-      JobService::Create(JobOptions(*options, **store, evaluator, *std::move(proposers)));
+  Evaluators evaluators = MakeEvaluators(*options, components, fleet->get(), **metrics);
+  rpc::MeteredEvaluator& evaluator = *evaluators.metered;
+  absl::StatusOr<std::unique_ptr<JobService>> jobs = MakeJobs(*options, components, **store, evaluator);
   if (!jobs.ok()) return Fail(jobs.status(), 1);
 
   ServerParts parts;
   parts.store = store->get();
   parts.jobs = jobs->get();
   parts.metrics = metrics->get();
-  parts.no_evaluator_reason = no_evaluator;
+  parts.no_evaluator_reason = evaluators.none_why;
   parts.gpu = [&evaluator, known = components.gpu] {
     std::optional<v1::RunnerInfo> d = evaluator.device();
     return d ? d->gpu() : known;
   };
-  if (remote != nullptr) {
+  if (RemoteEvaluator* remote = evaluators.remote; remote != nullptr) {
     parts.can_run = [remote](const std::string& gpu) { return remote->CanRun(gpu); };
     // the Fleet service only with fleet.enabled: a worker or `anvil workers`
     // elsewhere is told UNIMPLEMENTED

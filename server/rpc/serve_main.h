@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/job_service.h"
 #include "server/rpc/options.h"
 #include "store/store.h"
@@ -27,8 +27,9 @@ struct ServeComponents {
   // OptimizeKernel answering UNAVAILABLE and the error's message.
   std::function<absl::StatusOr<std::unique_ptr<CandidateEvaluator>>(const ServerOptions&)> evaluator;
   // The jobs' proposers and the policy sharing a job's budget among them,
-  // made once the options are read and the store is open (the shipped
-  // binaries: server/proposers/factory.h, as local `anvil optimize`). An
+  // made once the options are read and the store is open. Empty (the
+  // shipped binaries): this node's, as local `anvil optimize` runs
+  // (server/proposers/factory.h: the bundle's seeds, jobs.llm_config). An
   // error leaves the server down (exit 1).
   std::function<absl::StatusOr<ProposerSet>(const ServerOptions&, Store&)> proposers;
   // The GPU model the evaluator measures on, when known before its first

@@ -4,7 +4,8 @@
 // Prometheus metrics. Handlers never block: store reads and job creation run
 // on the server's executor, searches on the JobService's threads, progress
 // streams are written as the job's events arrive. server/CONFIG.md lists the
-// options; server/SERVING.md the RPC semantics, status codes and limits.
+// options and limits; proto/anvil/v1/kernel_search.proto the RPC semantics;
+// proto/grpc_status.h the status codes a client sees.
 //
 // Thread-safety: Start, Drain and Wait may be called from any thread; Drain
 // at most once. REQUIRES: the store and job service outlive the Server.

@@ -4,7 +4,7 @@
 
 #include "server/job_service.h"
 #include "server/rpc/progress_stream.h"
-#include "server/rpc/status.h"
+#include "proto/grpc_status.h"
 
 namespace anvil::rpc {
 namespace {

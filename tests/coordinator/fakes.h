@@ -1,9 +1,10 @@
-// Test doubles of the coordinator's interfaces (server/evaluator.h,
+// Test doubles of the coordinator's interfaces (worker/candidate_evaluator.h,
 // server/proposer.h), so the whole job loop runs in CI with no GPU:
 //   FakeEvaluator     "builds" at once (a candidate with param BAD=1 fails to
 //                     compile) and "measures" a candidate at the time in its
 //                     US param (plus the shape's M/1000 us), one fake second of
 //                     GPU and clock time per shape; counts every pair measured.
+//                     A PerShapeEvaluator (tests/per_shape_evaluator.h).
 //   ScriptedProposer  proposes a fixed list of candidates per problem, in the
 //                     order given; in the final phase it re-checks each
 //                     problem's fastest passed candidate (once, or as often
@@ -25,8 +26,9 @@
 #include "proto/candidate.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/proposer.h"
+#include "tests/per_shape_evaluator.h"
 
 namespace anvil::testing_fakes {
 
@@ -50,42 +52,9 @@ inline v1::Candidate FakeCandidate(v1::Layout layout, double us, const std::stri
   return c;
 }
 
-class FakeEvaluator : public CandidateEvaluator {
+class FakeEvaluator : public testing::PerShapeEvaluator {
  public:
   explicit FakeEvaluator(FakeClock* clock) : clock_(clock) {}
-
-  std::vector<absl::StatusOr<v1::Build>> Build(const std::vector<v1::Candidate>& cs,
-                                               const WorkContext& = {}) override {
-    std::vector<absl::StatusOr<v1::Build>> out;
-    for (const v1::Candidate& c : cs) {
-      v1::Build b;
-      b.set_candidate_id(c.id());
-      b.set_arch(c.arch());
-      const bool bad = c.params().at("BAD") == "1";
-      b.set_verdict(bad ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
-      if (bad) b.set_error("ptxas: too many resources requested");
-      b.set_artifact("/nonexistent/candidate.so");
-      ++builds;
-      out.push_back(b);
-    }
-    return out;
-  }
-
-  std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
-                                                     const WorkContext& = {}) override {
-    std::vector<absl::StatusOr<MeasureResult>> out;
-    for (const MeasureRequest& r : rs) {
-      if (fail_after >= 0 && measured_total >= fail_after) {
-        out.push_back(absl::UnavailableError("the fake worker is gone"));
-        continue;
-      }
-      MeasureResult res;
-      for (const v1::Shape& s : r.shapes) res.measurements.push_back(One(r, s));
-      res.gpu_seconds = static_cast<double>(r.shapes.size());
-      out.push_back(std::move(res));
-    }
-    return out;
-  }
 
   std::optional<v1::RunnerInfo> device() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -99,8 +68,27 @@ class FakeEvaluator : public CandidateEvaluator {
   std::map<std::pair<std::string, std::string>, int> measured;  // (candidate, problem) -> times
   std::map<std::pair<std::string, std::string>, int> rechecked;
 
- private:
-  v1::Measurement One(const MeasureRequest& r, const v1::Shape& s) {
+ protected:
+  v1::Build BuildOne(const v1::Candidate& c) override {
+    v1::Build b;
+    b.set_arch(c.arch());
+    const bool bad = c.params().at("BAD") == "1";
+    b.set_verdict(bad ? v1::VERDICT_COMPILE_ERROR : v1::VERDICT_PASSED);
+    if (bad) b.set_error("ptxas: too many resources requested");
+    b.set_artifact("/nonexistent/candidate.so");
+    ++builds;
+    return b;
+  }
+  absl::Status Admit(const MeasureRequest&) override {
+    if (fail_after >= 0 && measured_total >= fail_after) return absl::UnavailableError("the fake worker is gone");
+    return absl::OkStatus();
+  }
+  v1::Measurement MeasureOne(const v1::Candidate& c, const v1::Shape& s) override {
+    MeasureRequest r;
+    r.candidate = c;
+    return MeasureShape(r, s);
+  }
+  v1::Measurement MeasureShape(const MeasureRequest& r, const v1::Shape& s) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       info_ = v1::RunnerInfo();

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "node/node_facts.h"
 
 namespace anvil {
 namespace {
@@ -35,9 +36,9 @@ absl::Status CudaStatus(cudaError_t err, const char* what) {
 }  // namespace
 
 std::string NoGpuReason(int device) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return absl::StrCat("no CUDA device (", cudaGetErrorString(err), ")");
+  std::string why;
+  const int count = node::CountGpus(&why);
+  if (count == 0) return absl::StrCat("no CUDA device (", why, ")");
   if (device >= count) return absl::StrCat("no CUDA device ", device, " (", count, " present)");
   return "";
 }

@@ -58,9 +58,9 @@ BuilderOptions SoakBuilderOptions(const Toolchain& t, const std::string& cache_d
   return b;
 }
 
-EvaluatorOptions SoakEvaluatorOptions(const SoakOptions& o, const Toolchain& t,
+RunnerHostOptions SoakRunnerOptions(const SoakOptions& o, const Toolchain& t,
                                       const std::string& scratch_dir, bool isolate) {
-  EvaluatorOptions e;
+  RunnerHostOptions e;
   e.toolchain = t;
   e.scratch_dir = scratch_dir;
   e.device = o.device;

@@ -13,7 +13,7 @@
 #include "anvil/v1/types.pb.h"
 #include "seeds/seeds.h"
 #include "worker/builder.h"
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 #include "tools/soak/options.h"
 
 namespace anvil {
@@ -33,7 +33,7 @@ std::vector<v1::Shape> PassingShapes();
 
 BuilderOptions SoakBuilderOptions(const Toolchain& t, const std::string& cache_dir,
                                   const std::string& scratch_dir, int jobs, bool isolate);
-EvaluatorOptions SoakEvaluatorOptions(const SoakOptions& o, const Toolchain& t,
+RunnerHostOptions SoakRunnerOptions(const SoakOptions& o, const Toolchain& t,
                                       const std::string& scratch_dir, bool isolate);
 
 // Deletes a build's cache entry (the folder of its artifact): builds that

@@ -38,9 +38,9 @@ void MeasureBuilds(const OverheadInputs& in, OverheadReport& out) {
 }
 
 // One evaluation of the passing candidate; false (and a note) unless it PASSED.
-bool EvalMs(Evaluator& e, const OverheadInputs& in, std::vector<double>* wall, std::vector<double>* startup,
+bool EvalMs(RunnerHost& e, const OverheadInputs& in, std::vector<double>* wall, std::vector<double>* startup,
             std::string* note) {
-  absl::StatusOr<Evaluation> ev = e.Evaluate(*in.candidate, *in.build, {FixtureShape()}, in.known);
+  absl::StatusOr<RunnerResults> ev = e.Measure(*in.candidate, *in.build, {FixtureShape()}, in.known);
   if (!ev.ok() || ev->measurements.empty() || ev->measurements[0].verdict() != v1::VERDICT_PASSED) {
     *note = absl::StrCat("an evaluation failed: ", ev.ok() ? ev->measurements.at(0).detail() : ev.status().ToString());
     return false;
@@ -51,7 +51,7 @@ bool EvalMs(Evaluator& e, const OverheadInputs& in, std::vector<double>* wall, s
 }
 
 void MeasureEvaluations(const OverheadInputs& in, OverheadReport& out) {
-  Evaluator none(in.eval_none);
+  RunnerHost none(in.eval_none);
   // A first run in each mode, not counted: the runner's files come from disk.
   if (!EvalMs(none, in, nullptr, nullptr, &out.note)) return;
   if (!EvalMs(*in.eval_namespaces, in, nullptr, nullptr, &out.note)) return;

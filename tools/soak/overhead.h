@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "seeds/seeds.h"
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 #include "tools/soak/report.h"
 #include "worker/toolchain.h"
 
@@ -22,10 +22,10 @@ struct OverheadInputs {
   std::string nonce;        // makes the build sources unique to this run
   std::string cache_dir;    // build cache (entries are dropped again)
   std::string scratch_dir;  // parent of the jobs' scratch directories
-  EvaluatorOptions eval_none;  // the soak's settings (ceilings known) without namespaces
+  RunnerHostOptions eval_none;  // the soak's settings (ceilings known) without namespaces
   // The soak's own evaluator (namespaces) and a built passing candidate;
   // null: no GPU, builds only.
-  Evaluator* eval_namespaces = nullptr;
+  RunnerHost* eval_namespaces = nullptr;
   const v1::Candidate* candidate = nullptr;
   const v1::Build* build = nullptr;
   std::vector<v1::LtAlgo> known;

@@ -70,7 +70,7 @@ class Soak {
   JobResult BuildJob(int n);
   JobResult PassingJob(int n);
   JobResult HostileJob(const Fixture& f);
-  std::optional<Evaluation> EvaluateOne(const v1::Candidate& c, const v1::Build& b, const v1::Shape& shape,
+  std::optional<RunnerResults> EvaluateOne(const v1::Candidate& c, const v1::Build& b, const v1::Shape& shape,
                                         JobResult& r);
   void SettleMemory(const std::string& after, bool at_end);
   void FinishChecks();
@@ -89,7 +89,7 @@ class Soak {
   std::string jobs_dir_;  // parent of every build and run scratch directory
   std::string cache_dir_;
   std::unique_ptr<Builder> builder_;
-  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<RunnerHost> evaluator_;
   std::vector<v1::Candidate> passing_;
   std::vector<v1::Build> passing_builds_;
   std::atomic<int> next_build_{0};
@@ -112,7 +112,7 @@ class Soak {
 absl::StatusOr<SoakReport> Soak::Run() {
   mix_ = o_.cpu_only ? JobMix{o_.jobs, 0, 0} : SplitJobs(o_.jobs, o_.eval_share, o_.hostile_share);
   if (absl::Status s = SetUp(); !s.ok()) return s;
-  EvaluatorOptions eval_none = SoakEvaluatorOptions(o_, toolchain_, jobs_dir_, false);
+  RunnerHostOptions eval_none = SoakRunnerOptions(o_, toolchain_, jobs_dir_, false);
   if (evaluator_) eval_none.ceilings = evaluator_->ceilings();
   OverheadReport overhead =
       MeasureOverhead({o_.overhead_reps, toolchain_, naive_, nonce_, cache_dir_, jobs_dir_, eval_none,
@@ -189,10 +189,10 @@ absl::Status Soak::WarmUp() {
   SoakOptions generous = o_;
   generous.startup_timeout_s = 60;
   generous.problem_timeout_s = 30;
-  Evaluator warm(SoakEvaluatorOptions(generous, toolchain_, jobs_dir_, true));
+  RunnerHost warm(SoakRunnerOptions(generous, toolchain_, jobs_dir_, true));
   std::optional<v1::RunnerInfo> info;
   for (size_t i : {size_t{0}, passing_.size() / 2}) {  // one NT, one NN candidate
-    absl::StatusOr<Evaluation> ev = warm.Evaluate(passing_[i], passing_builds_[i], PassingShapes(), known_);
+    absl::StatusOr<RunnerResults> ev = warm.Measure(passing_[i], passing_builds_[i], PassingShapes(), known_);
     if (!ev.ok()) return ev.status();
     for (const v1::Measurement& m : ev->measurements) {
       if (m.verdict() != v1::VERDICT_PASSED) {
@@ -205,9 +205,9 @@ absl::Status Soak::WarmUp() {
     spdlog::info("warm-up: {} on {} problems in {:.2f} s", passing_[i].name(), ev->measurements.size(),
                  ev->seconds);
   }
-  EvaluatorOptions e = SoakEvaluatorOptions(o_, toolchain_, jobs_dir_, true);
+  RunnerHostOptions e = SoakRunnerOptions(o_, toolchain_, jobs_dir_, true);
   e.ceilings = warm.ceilings();
-  evaluator_ = std::make_unique<Evaluator>(e);
+  evaluator_ = std::make_unique<RunnerHost>(e);
   if (info) {
     report_.gpu = info->gpu();
     report_.gpu_uuid = info->gpu_uuid();
@@ -268,10 +268,10 @@ JobResult Soak::BuildJob(int n) {
 
 // Evaluates c on one problem, timing it into r (and, on an error of Anvil's
 // own, saying so in r); keeps the new cuBLASLt choices.
-std::optional<Evaluation> Soak::EvaluateOne(const v1::Candidate& c, const v1::Build& b, const v1::Shape& shape,
+std::optional<RunnerResults> Soak::EvaluateOne(const v1::Candidate& c, const v1::Build& b, const v1::Shape& shape,
                                             JobResult& r) {
   const absl::Time t0 = absl::Now();
-  absl::StatusOr<Evaluation> ev = evaluator_->Evaluate(c, b, {shape}, known_);
+  absl::StatusOr<RunnerResults> ev = evaluator_->Measure(c, b, {shape}, known_);
   r.wall_s += SecondsSince(t0);
   if (!ev.ok() || ev->measurements.empty()) {
     r.got = "error";
@@ -287,7 +287,7 @@ JobResult Soak::PassingJob(int n) {
   const size_t i = static_cast<size_t>(n) % passing_.size();
   const std::vector<v1::Shape> shapes = PassingShapes();
   JobResult r{"eval", "PASSED", "", false, 0, ""};
-  const std::optional<Evaluation> ev = EvaluateOne(
+  const std::optional<RunnerResults> ev = EvaluateOne(
       passing_[i], passing_builds_[i], shapes[(static_cast<size_t>(n) / passing_.size()) % shapes.size()], r);
   if (!ev) return r;
   const v1::Measurement& m = ev->measurements[0];
@@ -318,7 +318,7 @@ JobResult Soak::HostileJob(const Fixture& f) {
     r.detail = b.ok() ? Head(b->error(), 400) : b.status().ToString();
     return r;
   }
-  const std::optional<Evaluation> ev = EvaluateOne(c, *b, FixtureShape(), r);
+  const std::optional<RunnerResults> ev = EvaluateOne(c, *b, FixtureShape(), r);
   if (!ev) return r;
   const v1::Measurement& m = ev->measurements[0];
   r.ok = MeetsExpectation(f.expect, m.verdict(), m.reason());

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "anvil/v1/fleet.grpc.pb.h"
 #include "proto/candidate.h"
+#include "proto/grpc_status.h"
 #include "spdlog/spdlog.h"
 #include "worker/builder.h"
 
@@ -25,11 +26,6 @@ namespace anvil {
 namespace {
 
 constexpr char kDigestPrefix[] = "sha256:";
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
 
 absl::StatusOr<std::string> ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -143,7 +139,7 @@ absl::Status FleetWorker::Impl::Register() {
   for (int attempt = 0;; ++attempt) {
     grpc::Status s = Stub()->RegisterWorker(Context(10, /*enrol=*/true).get(), req, &resp);
     if (s.ok()) break;
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return FromGrpc(s);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || stop || attempt >= 60) return rpc::FromGrpc(s);
     if (attempt % 10 == 0) {
       spdlog::warn("anvil worker: cannot register with {} yet ({}); try {} of 61{}", options.server,
                    s.error_message(), attempt + 1,
@@ -233,7 +229,7 @@ absl::Status FleetWorker::Impl::UploadArtifact(v1::Build& build) {
   v1::PutArtifactResponse resp;
   grpc::Status put = WhileServerAway([&] { return Stub()->PutArtifact(Context(60).get(), req, &resp); });
   RegisterAgainIfForgotten(put);
-  if (absl::Status st = FromGrpc(put); !st.ok()) return st;
+  if (absl::Status st = rpc::FromGrpc(put); !st.ok()) return st;
   build.set_artifact(absl::StrCat(kDigestPrefix, digest));
   return absl::OkStatus();
 }
@@ -250,7 +246,7 @@ absl::StatusOr<std::string> FleetWorker::Impl::LocalArtifact(const std::string& 
   v1::GetArtifactResponse resp;
   grpc::Status got = WhileServerAway([&] { return Stub()->GetArtifact(Context(60).get(), req, &resp); });
   RegisterAgainIfForgotten(got);
-  if (absl::Status st = FromGrpc(got); !st.ok()) return st;
+  if (absl::Status st = rpc::FromGrpc(got); !st.ok()) return st;
   if (Sha256Hex(resp.data()) != digest) {
     return absl::DataLossError(absl::StrCat("artifact ", digest, " arrived corrupt (hash mismatch)"));
   }

@@ -39,7 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "anvil/v1/fleet.pb.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 
 namespace anvil {
 

@@ -7,8 +7,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/strip.h"
+#include "node/node_facts.h"
 #include "sandbox/sandbox.h"
 #include "worker/runner/cuda_util.h"
 #include "worker/runner/device_ops.h"
@@ -16,17 +15,6 @@
 
 namespace anvil::runner {
 namespace {
-
-std::string Uuid(const cudaUUID_t& u) {
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    char b[3];
-    std::snprintf(b, sizeof(b), "%02x", static_cast<unsigned char>(u.bytes[i]));
-    s += b;
-    if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';
-  }
-  return s;
-}
 
 // Best time in ms of `reps` event-timed repetitions of `body` on `stream`.
 template <typename F>
@@ -52,32 +40,22 @@ absl::StatusOr<float> BestMs(cudaStream_t stream, int reps, F body) {
 
 }  // namespace
 
-std::string NormaliseGpuName(const std::string& name) {
-  absl::string_view n = name;
-  absl::ConsumePrefix(&n, "NVIDIA ");
-  return absl::StrReplaceAll(absl::StripAsciiWhitespace(n), {{" ", "-"}});
-}
-
 absl::StatusOr<Device> OpenDevice(int ordinal) {
   Device d;
   ANVIL_CUDA(cudaSetDevice(ordinal));
   ANVIL_CUDA(cudaFree(nullptr));
   cudaDeviceProp prop{};
   ANVIL_CUDA(cudaGetDeviceProperties(&prop, ordinal));
-  d.info.set_gpu(NormaliseGpuName(prop.name));
-  d.info.set_arch(absl::StrCat("sm_", prop.major, prop.minor, prop.major == 9 ? "a" : ""));
-  d.info.set_gpu_uuid(Uuid(prop.uuid));
+  d.info.set_gpu(node::NormaliseGpuName(prop.name));
+  d.info.set_arch(node::ArchName(prop.major, prop.minor));
+  d.info.set_gpu_uuid(node::GpuUuid(prop.uuid));
   d.info.set_sm_count(prop.multiProcessorCount);
   d.info.set_l2_bytes(prop.l2CacheSize);
   if (cublasCreate(&d.cublas) != CUBLAS_STATUS_SUCCESS) return absl::InternalError("cublasCreate failed");
   if (cublasLtCreate(&d.lt) != CUBLAS_STATUS_SUCCESS) return absl::InternalError("cublasLtCreate failed");
-  int runtime = 0, driver = 0, cublas = 0;
-  cudaRuntimeGetVersion(&runtime);
-  cudaDriverGetVersion(&driver);
-  cublasGetVersion(d.cublas, &cublas);
-  d.cublas_version = absl::StrCat(cublas);
-  d.info.set_versions(absl::StrCat("cudart=", runtime, " driver=", driver, " cublas=", cublas,
-                                   " cublaslt=", cublasLtGetVersion()));
+  const node::Versions versions = node::ReadVersions();
+  d.cublas_version = absl::StrCat(versions.CublasCode());
+  d.info.set_versions(node::MeasurementVersions(versions));
   return d;
 }
 

@@ -24,9 +24,6 @@ struct Device {
 // Selects and initialises `ordinal`, creates the cuBLAS and cuBLASLt handles.
 absl::StatusOr<Device> OpenDevice(int ordinal);
 
-// "NVIDIA H100 80GB HBM3" -> "H100-80GB-HBM3".
-std::string NormaliseGpuName(const std::string& name);
-
 // Peak dense fp16 rate (cuBLAS at 8192^3, best call) and device-to-device
 // copy bandwidth (bytes read plus written, best of several 512 MiB copies).
 absl::StatusOr<v1::Ceilings> MeasureCeilings(cublasHandle_t cublas, cudaStream_t stream);

@@ -1,4 +1,4 @@
-// ProblemSession: evaluates one candidate on one problem, as DESIGN.md's
+// ProblemSession: evaluates one candidate on one problem, as docs/DESIGN.md's
 // Correctness, Timing and Reward-hacking sections require:
 //   checks.cc  - audited calls, correctness checks, cheat detection
 //   timing.cc  - the eager timing figures, interleaved with the baselines

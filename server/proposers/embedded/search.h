@@ -70,7 +70,7 @@
 #include "absl/status/statusor.h"
 #include "proto/problem.h"
 #include "seeds/seeds.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "server/proposer.h"
 #include "server/proposers/embedded/cost_model.h"
 #include "store/store.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/job_service.h"
+#include "server/proposer_set.h"
 
 namespace anvil {
 

@@ -1,4 +1,4 @@
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 
 #include <sys/stat.h>
 
@@ -66,7 +66,7 @@ class FakeRunnerTest : public ::testing::Test {
     std::ofstream(library_) << "not a library";
     chmod(library_.c_str(), 0644);
   }
-  Evaluator Make(const std::string& then) {
+  RunnerHost Make(const std::string& then) {
     const std::string runner = dir_->path() + "/bin/fake-runner";
     std::ofstream(runner) << "#!/bin/sh\ncat > /dev/null\n"
                           << "echo '{\"info\":{\"gpu\":\"FakeGPU\"}}'\n"
@@ -74,22 +74,22 @@ class FakeRunnerTest : public ::testing::Test {
                           << "\"candidate_calls\":100,\"baseline_calls\":300}}'\n"
                           << then << "\n";
     chmod(runner.c_str(), 0755);
-    EvaluatorOptions o;
+    RunnerHostOptions o;
     o.toolchain.runner = runner;
     o.toolchain.cuda_root = "/usr";
     o.isolation = sandbox::Isolation::kAuto;  // about limits, not isolation
     o.limits.floor = absl::Seconds(1);
     o.limits.output_cap_bytes = 1 << 20;
-    return Evaluator(o);
+    return RunnerHost(o);
   }
-  absl::StatusOr<Evaluation> Run(Evaluator& e) {
+  absl::StatusOr<RunnerResults> Run(RunnerHost& e) {
     v1::Candidate c;
     c.set_id("fake");
     c.set_layout(v1::LAYOUT_NT);
     v1::Build b;
     b.set_verdict(v1::VERDICT_PASSED);
     b.set_artifact(library_);
-    return e.Evaluate(c, b, {MakeShape(1000, 1000, 1000), MakeShape(64, 64, 64)}, {});
+    return e.Measure(c, b, {MakeShape(1000, 1000, 1000), MakeShape(64, 64, 64)}, {});
   }
   std::optional<sandbox::ScratchDir> dir_;
   std::string library_;
@@ -98,8 +98,8 @@ class FakeRunnerTest : public ::testing::Test {
 // The fixed limit would be 60 s + 60 s per problem: a hang after the
 // problem's start costs its scaled limit (1 s floor here) instead.
 TEST_F(FakeRunnerTest, AHangIsKilledAtItsScaledLimitAndTheRestIsNotRun) {
-  Evaluator e = Make("sleep 1000");
-  absl::StatusOr<Evaluation> ev = Run(e);
+  RunnerHost e = Make("sleep 1000");
+  absl::StatusOr<RunnerResults> ev = Run(e);
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_EQ(ev->measurements.size(), 2u);
   const v1::Measurement& m = ev->measurements[0];
@@ -116,8 +116,8 @@ TEST_F(FakeRunnerTest, AHangIsKilledAtItsScaledLimitAndTheRestIsNotRun) {
 }
 
 TEST_F(FakeRunnerTest, AnOutputFloodIsCutAtTheCapAndKilled) {
-  Evaluator e = Make("yes 'device printf flood'");
-  absl::StatusOr<Evaluation> ev = Run(e);
+  RunnerHost e = Make("yes 'device printf flood'");
+  absl::StatusOr<RunnerResults> ev = Run(e);
   ASSERT_TRUE(ev.ok()) << ev.status();
   ASSERT_EQ(ev->measurements.size(), 2u);
   const v1::Measurement& m = ev->measurements[0];

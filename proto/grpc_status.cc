@@ -1,4 +1,4 @@
-#include "server/rpc/status.h"
+#include "proto/grpc_status.h"
 
 #include <string>
 

@@ -1,5 +1,5 @@
-// The default SharePolicy: equal GPU-second shares among a job's proposers.
-#include "server/job_service.h"
+// The default SharePolicy (proposer_set.h): equal GPU-second shares among a job's proposers.
+#include "server/proposer_set.h"
 
 namespace anvil {
 namespace {

@@ -2,9 +2,12 @@
 // candidates (sandboxed nvcc) and measure built ones on problems (sandboxed
 // runner). It knows nothing of jobs, proposers or the store: what it returns
 // is persisted by the coordinator's measure callbacks (server/measure_callbacks.h).
-// Implementations: LocalEvaluator (server/local_evaluator.h: this node's
-// Builder and worker Evaluator, local mode), the fleet's remote evaluator
-// (later), and FakeEvaluator (tests/).
+// It lives below the server (worker/ includes nothing of server/), so that
+// the worker daemon links the evaluation seam without the coordinator.
+// Implementations: LocalEvaluator (worker/local_evaluator.h: this node's
+// Builder and RunnerHost, local mode), RemoteEvaluator (server/fleet/: a
+// fleet's workers), MeteredEvaluator (server/rpc/: counts for /metrics);
+// tests/evaluator_contract.h is the suite every implementation passes.
 //
 // A candidate's failure is data: a compile error is an OK v1::Build with its
 // verdict, a wrong answer or a crash an OK v1::Measurement with its verdict
@@ -22,8 +25,8 @@
 // two Build calls of a job at once, nor more Measure calls than
 // MeasureSlots(). Jobs may call at once. device(), MeasureSlots(), Waiting()
 // and the job hooks may be called from any thread.
-#ifndef ANVIL_SERVER_EVALUATOR_H_
-#define ANVIL_SERVER_EVALUATOR_H_
+#ifndef ANVIL_WORKER_CANDIDATE_EVALUATOR_H_
+#define ANVIL_WORKER_CANDIDATE_EVALUATOR_H_
 
 #include <functional>
 #include <optional>
@@ -105,4 +108,4 @@ class CandidateEvaluator {
 
 }  // namespace anvil
 
-#endif  // ANVIL_SERVER_EVALUATOR_H_
+#endif  // ANVIL_WORKER_CANDIDATE_EVALUATOR_H_

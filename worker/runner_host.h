@@ -1,14 +1,14 @@
-// Evaluator: measures a built candidate on problems by running anvil-runner
-// in the sandbox, one process per candidate (restarted after a crash, so the
+// RunnerHost: the host side of anvil-runner: measures a built candidate on
+// problems by running the runner in the sandbox, one process per candidate (restarted after a crash, so the
 // problems after it still get measured; after a hang or an output flood the
 // rest are not run and say so, since each would cost its limit again). Time
 // limits scale with the problem (runner_limits.h); each Measurement reports
 // the ones it ran under. Every problem gets
 // a Measurement: a runner that crashes, hangs or cheats yields one with the
 // verdict and reason, never an error of the caller. Thread-safe for distinct GPUs; one
-// evaluation per GPU at a time.
-#ifndef ANVIL_WORKER_EVALUATOR_H_
-#define ANVIL_WORKER_EVALUATOR_H_
+// Measure per GPU at a time.
+#ifndef ANVIL_WORKER_RUNNER_HOST_H_
+#define ANVIL_WORKER_RUNNER_HOST_H_
 
 #include <functional>
 #include <optional>
@@ -26,7 +26,7 @@
 
 namespace anvil {
 
-struct EvaluatorOptions {
+struct RunnerHostOptions {
   Toolchain toolchain;
   std::string scratch_dir = "/tmp";
   int device = 0;                                   // CUDA ordinal
@@ -40,7 +40,7 @@ struct EvaluatorOptions {
   std::optional<v1::Ceilings> ceilings;             // known: runners skip measuring them
 };
 
-struct Evaluation {
+struct RunnerResults {
   std::vector<v1::Measurement> measurements;  // [i] answers shapes[i]
   std::vector<v1::LtAlgo> tuned;              // new cuBLASLt choices to cache
   std::optional<v1::RunnerInfo> info;         // the last runner's device facts
@@ -52,16 +52,16 @@ struct Evaluation {
 // problem, cuBLAS version and figure (a runner uses the first that matches).
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 
-class Evaluator {
+class RunnerHost {
  public:
-  explicit Evaluator(EvaluatorOptions options)
+  explicit RunnerHost(RunnerHostOptions options)
       : ceilings_(options.ceilings), options_(std::move(options)) {}
 
   // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices
   // (those marked retune are tuned again, themselves among the contenders).
   // `cancelled` (empty: never) is polled before each runner and while one
   // runs: true kills the runner and the call answers Cancelled.
-  absl::StatusOr<Evaluation> Evaluate(const v1::Candidate& candidate, const v1::Build& build,
+  absl::StatusOr<RunnerResults> Measure(const v1::Candidate& candidate, const v1::Build& build,
                                       const std::vector<v1::Shape>& shapes,
                                       const std::vector<v1::LtAlgo>& known,
                                       const std::function<bool()>& cancelled = nullptr);
@@ -75,9 +75,9 @@ class Evaluator {
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   mutable absl::Mutex mu_;
   std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
-  EvaluatorOptions options_;
+  RunnerHostOptions options_;
 };
 
 }  // namespace anvil
 
-#endif  // ANVIL_WORKER_EVALUATOR_H_
+#endif  // ANVIL_WORKER_RUNNER_HOST_H_

@@ -1,12 +1,12 @@
 // LocalEvaluator: the CandidateEvaluator of local mode: this node's Builder
-// (sandboxed nvcc, cached by content) and the worker's Evaluator (sandboxed
+// (sandboxed nvcc, cached by content) and the worker's RunnerHost (sandboxed
 // anvil-runner on one GPU). It knows nothing of jobs or the store: the
 // cuBLASLt choices it tunes are returned (MeasureResult::tuned) for the
 // coordinator to store, and kept here for its later runners; stored choices
 // come in with each request (MeasureRequest::known_lt_algos).
 // Thread-safety: as CandidateEvaluator (one Build and one Measure at once).
-#ifndef ANVIL_SERVER_LOCAL_EVALUATOR_H_
-#define ANVIL_SERVER_LOCAL_EVALUATOR_H_
+#ifndef ANVIL_WORKER_LOCAL_EVALUATOR_H_
+#define ANVIL_WORKER_LOCAL_EVALUATOR_H_
 
 #include <memory>
 #include <optional>
@@ -14,10 +14,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "server/evaluator.h"
+#include "worker/candidate_evaluator.h"
 #include "worker/build_cache.h"
 #include "worker/builder.h"
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 
 namespace anvil {
 
@@ -57,7 +57,7 @@ class LocalEvaluator : public CandidateEvaluator {
   absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request, const WorkContext& context);
 
   Builder builder_;
-  Evaluator evaluator_;
+  RunnerHost runner_;
   std::vector<v1::LtAlgo> lt_algos_;  // Measure's thread only
   mutable absl::Mutex mu_;
   std::optional<v1::RunnerInfo> info_ ABSL_GUARDED_BY(mu_);
@@ -65,4 +65,4 @@ class LocalEvaluator : public CandidateEvaluator {
 
 }  // namespace anvil
 
-#endif  // ANVIL_SERVER_LOCAL_EVALUATOR_H_
+#endif  // ANVIL_WORKER_LOCAL_EVALUATOR_H_

@@ -9,10 +9,12 @@
 //   UNAVAILABLE         no evaluator for the problem's GPU; the server is draining
 //   UNAUTHENTICATED     no or wrong bearer token
 //   DEADLINE_EXCEEDED   the client's deadline passed before the answer
-// Internal to the gRPC layer (server/rpc and its clients): grpc types appear here only.
+// Both sides of the wire use it: the KernelSearch service and its client
+// (server/rpc, cli), the fleet service (server/fleet) and the worker daemon
+// (worker/fleet). Part of anvil_proto_grpc: grpc types appear here only.
 // Thread-safe (pure functions).
-#ifndef ANVIL_SERVER_RPC_STATUS_H_
-#define ANVIL_SERVER_RPC_STATUS_H_
+#ifndef ANVIL_PROTO_GRPC_STATUS_H_
+#define ANVIL_PROTO_GRPC_STATUS_H_
 
 #include <grpcpp/support/status.h>
 
@@ -25,4 +27,4 @@ absl::Status FromGrpc(const grpc::Status& status);
 
 }  // namespace anvil::rpc
 
-#endif  // ANVIL_SERVER_RPC_STATUS_H_
+#endif  // ANVIL_PROTO_GRPC_STATUS_H_

@@ -1,4 +1,4 @@
-#include "server/local_evaluator.h"
+#include "worker/local_evaluator.h"
 
 #include <cstdlib>
 
@@ -21,8 +21,8 @@ BuilderOptions MakeBuilderOptions(const Toolchain& toolchain, const LocalEvaluat
   return b;
 }
 
-EvaluatorOptions MakeEvaluatorOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
-  EvaluatorOptions e;
+RunnerHostOptions MakeRunnerOptions(const Toolchain& toolchain, const LocalEvaluatorOptions& options) {
+  RunnerHostOptions e;
   e.toolchain = toolchain;
   e.device = options.device;
   e.protocol = options.protocol;
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<LocalEvaluator>> LocalEvaluator::Create(LocalEval
 
 LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options)
     : builder_(MakeBuilderOptions(toolchain, options)),
-      evaluator_(MakeEvaluatorOptions(toolchain, options)) {}
+      runner_(MakeRunnerOptions(toolchain, options)) {}
 
 std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v1::Candidate>& candidates,
                                                              const WorkContext& context) {
@@ -96,8 +96,8 @@ absl::StatusOr<MeasureResult> LocalEvaluator::MeasureOne(const MeasureRequest& r
     return absl::InvalidArgumentError("measuring a candidate that did not build");
   }
   for (const v1::LtAlgo& a : request.known_lt_algos) MergeTunedAlgo(lt_algos_, a);
-  absl::StatusOr<Evaluation> ev =
-      evaluator_.Evaluate(request.candidate, request.build, request.shapes, lt_algos_, context.cancelled);
+  absl::StatusOr<RunnerResults> ev =
+      runner_.Measure(request.candidate, request.build, request.shapes, lt_algos_, context.cancelled);
   if (!ev.ok()) return ev.status();
   std::optional<v1::RunnerInfo> info;
   {

@@ -1,4 +1,4 @@
-#include "worker/evaluator.h"
+#include "worker/runner_host.h"
 
 #include <filesystem>
 
@@ -41,7 +41,7 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   algos.push_back(std::move(tuned));
 }
 
-struct Evaluator::Attempt {
+struct RunnerHost::Attempt {
   std::vector<v1::Measurement> measurements;
   std::vector<v1::LtAlgo> tuned;
   std::optional<v1::RunnerInfo> info;
@@ -51,7 +51,7 @@ struct Evaluator::Attempt {
 };
 
 // The measurement of the problem a runner was on when it stopped early.
-v1::Measurement Evaluator::StoppedRun(const v1::Candidate& c, const v1::Shape& shape,
+v1::Measurement RunnerHost::StoppedRun(const v1::Candidate& c, const v1::Shape& shape,
                                       const Attempt& a) const {
   const sandbox::Result& r = a.result;
   const v1::Verdict verdict = r.timed_out ? v1::VERDICT_TIMEOUT : v1::VERDICT_CRASHED;
@@ -74,12 +74,12 @@ v1::Measurement Evaluator::StoppedRun(const v1::Candidate& c, const v1::Shape& s
   return m;
 }
 
-std::optional<v1::Ceilings> Evaluator::ceilings() const {
+std::optional<v1::Ceilings> RunnerHost::ceilings() const {
   absl::MutexLock lock(&mu_);
   return ceilings_;
 }
 
-absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& request,
+absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest& request,
                                                       const std::function<bool()>& cancelled) {
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(request, &json).ok()) {
@@ -122,7 +122,7 @@ absl::StatusOr<Evaluator::Attempt> Evaluator::RunOnce(const v1::RunnerRequest& r
 }
 
 // The runner's events into `a`; each measurement with the limits it ran under.
-void Evaluator::Collect(const RunnerWatch& watch, Attempt* out) {
+void RunnerHost::Collect(const RunnerWatch& watch, Attempt* out) {
   Attempt& a = *out;
   const RunnerLimits& limits = options_.limits;
   a.limit_s = watch.current_limit_s();
@@ -149,12 +149,12 @@ void Evaluator::Collect(const RunnerWatch& watch, Attempt* out) {
   }
 }
 
-absl::StatusOr<Evaluation> Evaluator::Evaluate(const v1::Candidate& candidate,
+absl::StatusOr<RunnerResults> RunnerHost::Measure(const v1::Candidate& candidate,
                                                const v1::Build& build,
                                                const std::vector<v1::Shape>& shapes,
                                                const std::vector<v1::LtAlgo>& known,
                                                const std::function<bool()>& cancelled) {
-  Evaluation out;
+  RunnerResults out;
   absl::Time start = absl::Now();
   std::vector<v1::LtAlgo> algos = known;
   size_t next = 0;

@@ -1,0 +1,318 @@
+// JobRun's pipeline of one round (job_run.h): pick, precheck, build (while the
+// round before is measured), measure as many at once as the evaluator has GPU
+// slots, then persist through the measure callbacks and tell the proposers.
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "server/job_run.h"
+
+namespace anvil {
+namespace {
+
+// Seconds since `from` by the real steady clock.
+double Since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+
+// The cuBLAS version a runner reported ("... cublas=130100 ..."), as the
+// runner keys its tuned cuBLASLt choices.
+std::string CublasVersion(const v1::RunnerInfo& info) {
+  for (absl::string_view part : absl::StrSplit(info.versions(), ' ')) {
+    if (absl::ConsumePrefix(&part, "cublas=")) return std::string(part);
+  }
+  return "";
+}
+
+}  // namespace
+
+// Picks a round, prechecks it, and starts building what it has not built in
+// this run (on another thread: the evaluator may build while it measures).
+// Before the GPU is known, a round is one proposal on one problem (the probe).
+absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
+  const auto propose = [this](int i, int n) {
+    const auto asked_at = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<Proposal>> got = options_.proposers[i]->Propose(View(i), n);
+    coordinator_.proposer_seconds += Since(asked_at);
+    return got;
+  };
+  if (absl::Status st = scheduler_.Refill(propose, usage_, final_phase_); !st.ok()) return st;
+  const bool probe = !ledger_.keyed();
+  const size_t n = probe ? 1 : static_cast<size_t>(std::max(1, options_.build_chunk));
+  std::vector<Pending> picked = scheduler_.PickRound(n, ledger_.views(), usage_);
+  if (picked.empty()) return std::optional<Round>();
+  Round r;
+  for (Pending& p : picked) r.obs.push_back(Precheck(p, probe));
+  std::vector<v1::Candidate> to_build;
+  for (size_t i = 0; i < r.obs.size(); ++i) {
+    Observation& o = r.obs[i];
+    if (o.measured_on.empty()) continue;
+    auto it = built_.find(o.proposal.candidate.id());
+    if (it != built_.end()) {
+      o.build = it->second;
+      continue;
+    }
+    r.to_build.push_back(i);
+    to_build.push_back(o.proposal.candidate);
+  }
+  if (!to_build.empty()) {
+    CandidateEvaluator* evaluator = options_.evaluator;
+    r.builds = std::async(std::launch::async, [evaluator, context = Context(), to_build = std::move(to_build)] {
+      return evaluator->Build(to_build, context);
+    });
+  }
+  return std::optional<Round>(std::move(r));
+}
+
+// Which of a proposal's problems it will be measured on: in range, of its
+// layout, active (or a re-check), not measured before (unless a re-check),
+// each once. A probe measures one problem.
+Observation JobRun::Precheck(Pending& pending, bool probe) {
+  Observation o;
+  o.proposal = std::move(pending.proposal);
+  o.proposal.candidate.set_proposer(options_.proposers[pending.proposer]->name());
+  const std::string& id = o.proposal.candidate.id();
+  const bool recheck = o.proposal.recheck;
+  const int max_candidates = request_.budget().max_candidates();
+  std::vector<int> keep;
+  std::string why = SkipNow(o.proposal);  // stopping, out of budget, past its deadline
+  for (int p : why.empty() ? o.proposal.problems : std::vector<int>{}) {
+    if (p < 0 || p >= ledger_.size() || ledger_.view(p).spec.layout != o.proposal.candidate.layout()) {
+      why = "a problem index out of range or of another layout";
+    } else if (final_phase_ && !recheck) {
+      why = "the job's budget is spent";
+    } else if (!ledger_.view(p).active && !recheck) {
+      why = absl::StrCat("the problem's budget is spent (", ledger_.status(p), ")");
+    } else if (!recheck && (ledger_.Measured(p, id) || scheduler_.Planned(id, p))) {
+      why = "measured on the problem before";
+    } else if (!recheck && max_candidates > 0 &&
+               ledger_.view(p).tried_this_job + scheduler_.PlannedOn(p) >= max_candidates) {
+      why = "the problem's candidate budget is spent";
+    } else if (std::find(keep.begin(), keep.end(), p) == keep.end() && !(probe && !keep.empty())) {
+      keep.push_back(p);
+      if (!recheck) scheduler_.Plan(id, p);
+    }
+  }
+  o.measured_on = std::move(keep);
+  o.reason = o.measured_on.empty() ? why : "";
+  return o;
+}
+
+// Waits for a round's builds; a failed build is measured nowhere.
+absl::Status JobRun::FinishBuilds(Round& r) {
+  if (!r.builds.valid()) return absl::OkStatus();
+  const auto waited_from = std::chrono::steady_clock::now();
+  while (r.builds.wait_for(std::chrono::seconds(1)) != std::future_status::ready) NoteWaiting();
+  std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();
+  coordinator_.evaluator_seconds += Since(waited_from);
+  if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
+  for (size_t k = 0; k < builds.size(); ++k) {
+    if (!builds[k].ok()) return builds[k].status();
+    Observation& o = r.obs[r.to_build[k]];
+    o.build = *builds[k];
+    if (builds[k]->verdict() == v1::VERDICT_PASSED) {
+      built_[o.proposal.candidate.id()] = *builds[k];
+    } else {
+      o.outcome = Outcome::kBuildFailed;
+      o.measured_on.clear();
+      ++coordinator_.candidates;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether a built proposal is no longer to be measured: the job stops, its
+// budget is spent (re-checks excepted), or the proposer's deadline passed.
+std::string JobRun::SkipNow(const Proposal& p) {
+  if (cancelled_ || stopped_) return "the job stopped";
+  if (p.recheck) return "";
+  if (final_phase_ || !budget_.Spent().empty()) return "the job's budget is spent";
+  if (p.measure_by > 0 && budget_.Elapsed() >= p.measure_by) return "the proposer's deadline passed";
+  return "";
+}
+
+// Whether a built proposal is to be measured now, and on what: a proposal not
+// to be measured goes to `rest` with its reason.
+std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observation>& rest) {
+  if (o.measured_on.empty() || o.outcome == Outcome::kBuildFailed) {
+    rest.push_back(std::move(o));
+    return std::nullopt;
+  }
+  std::string why = SkipNow(o.proposal);
+  if (!o.proposal.recheck) {  // a problem may have stopped since the round was picked
+    std::erase_if(o.measured_on, [this](int p) { return !ledger_.view(p).active; });
+    if (why.empty() && o.measured_on.empty()) why = "the problem's budget is spent";
+  }
+  if (!why.empty()) {
+    o.reason = why;
+    o.measured_on.clear();
+    rest.push_back(std::move(o));
+    return std::nullopt;
+  }
+  MeasureRequest req;
+  req.candidate = o.proposal.candidate;
+  req.build = *o.build;
+  req.recheck = o.proposal.recheck;
+  for (int p : o.measured_on) {
+    req.shapes.push_back(ledger_.view(p).spec.shape);
+    if (!req.recheck) continue;
+    for (std::string& gpu : ledger_.MeasuredBy(p, o.proposal.candidate.id())) {
+      req.measured_by.push_back(std::move(gpu));
+    }
+  }
+  req.known_lt_algos = StoredLtAlgos(o.measured_on);
+  return req;
+}
+
+// Measures the round's built proposals, each in its own runner process, as
+// many at once as the evaluator has GPU slots (one on a local GPU: one at a
+// time), in the round's order. The budget is checked before each is sent, and
+// each is finished as it comes back; the rest (failed builds, skipped) and the
+// checkpoint come at the round's end.
+absl::Status JobRun::MeasureRound(Round& r) {
+  struct InFlight {
+    Observation obs;
+    std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
+  };
+  absl::Mutex mu;              // declared before `flying`: outlives the threads it joins
+  std::vector<int> came_back;  // guarded by mu: sent measurements that have come back
+  std::vector<Observation> rest;
+  std::map<int, InFlight> flying;  // by the order sent; their futures join on every way out
+  CandidateEvaluator* evaluator = options_.evaluator;
+  int sent = 0;
+  size_t next = 0;
+  while (next < r.obs.size() || !flying.empty()) {
+    const size_t slots = static_cast<size_t>(std::max(1, evaluator->MeasureSlots()));
+    while (next < r.obs.size() && flying.size() < slots) {
+      Observation& o = r.obs[next++];
+      std::optional<MeasureRequest> req = Admit(o, rest);
+      if (!req) continue;
+      const int id = sent++;
+      flying[id] = {std::move(o), std::async(std::launch::async, [evaluator, &mu, &came_back, id,
+                                                                  context = Context(), req = *std::move(req)] {
+                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure({req}, context);
+                      absl::MutexLock lock(&mu);
+                      came_back.push_back(id);
+                      return got;
+                    })};
+    }
+    if (flying.empty()) break;
+    const auto waited_from = std::chrono::steady_clock::now();
+    int id = 0;
+    for (bool got = false; !got;) {
+      {
+        absl::MutexLock lock(&mu);
+        got = mu.AwaitWithTimeout(absl::Condition(+[](std::vector<int>* v) { return !v->empty(); }, &came_back),
+                                  absl::Seconds(1));
+        if (got) {
+          id = came_back.front();
+          came_back.erase(came_back.begin());
+        }
+      }
+      if (!got) NoteWaiting();  // a fleet with no live worker able to measure says so
+    }
+    auto it = flying.find(id);
+    std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();
+    coordinator_.evaluator_seconds += Since(waited_from);
+    Observation o = std::move(it->second.obs);
+    flying.erase(it);
+    if (absl::Status st = Complete(std::move(o), std::move(results)); !st.ok()) return st;
+  }
+  return Finish(rest, {}, true);
+}
+
+// A measured proposal, finished at once: its proposer sees it before the
+// proposals admitted after it.
+absl::Status JobRun::Complete(Observation o, std::vector<absl::StatusOr<MeasureResult>> results) {
+  ++coordinator_.candidates;
+  if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
+  if (!results[0].ok()) return results[0].status();
+  o.outcome = Outcome::kMeasured;
+  o.measurements = std::move(results[0]->measurements);
+  o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
+  o.measured_on.resize(o.measurements.size());
+  budget_.AddGpu(results[0]->gpu_seconds);
+  usage_[ProposerIndex(o)].gpu_seconds += results[0]->gpu_seconds;
+  std::vector<Observation> one;
+  one.push_back(std::move(o));
+  return Finish(one, std::move(results[0]->tuned), false);
+}
+
+// The store's cuBLASLt choices for these problems, each problem's once per
+// run, marked retune: the first runner tunes again with it among the
+// contenders, and the winner replaces it (a choice that once lost to noise
+// does not stay for good).
+std::vector<v1::LtAlgo> JobRun::StoredLtAlgos(const std::vector<int>& problems) {
+  std::vector<v1::LtAlgo> out;
+  const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  if (!device || !ledger_.keyed()) return out;
+  const std::string version = CublasVersion(*device);
+  for (int p : problems) {
+    if (!lt_looked_up_.insert(p).second) continue;
+    const ProblemView& v = ledger_.view(p);
+    absl::StatusOr<std::vector<LtAlgo>> stored = options_.store->GetLtAlgos(v.problem, version);
+    if (!stored.ok()) continue;
+    for (const LtAlgo& choice : *stored) {  // one per figure it was tuned by
+      v1::LtAlgo& a = out.emplace_back();
+      *a.mutable_shape() = v.spec.shape;
+      a.set_layout(v.spec.layout);
+      a.set_algo(choice.algo);
+      a.set_cublas_version(version);
+      a.set_gpu(device->gpu());
+      a.set_figure(choice.figure);
+      a.set_retune(true);
+    }
+  }
+  return out;
+}
+
+// Persists the round (callbacks), accounts for it in the ledger, checkpoints
+// the job and tells the proposers.
+absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned,
+                            bool checkpoint) {
+  MeasuredRound mr;
+  mr.job_id = job_id_;
+  mr.figure = request_.reward_figure();
+  mr.problems = &ledger_.views();
+  mr.observations = &round;
+  mr.tuned = std::move(tuned);
+  for (const auto& cb : callbacks_) {
+    if (absl::Status st = cb->Apply(mr); !st.ok()) return st;
+  }
+  const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
+  const std::string& keyed_on = ledger_.view(0).problem.gpu();
+  if (ledger_.keyed() && device && device->gpu() != keyed_on) {
+    return absl::UnavailableError(absl::StrCat("job ", job_id_, " was measured on ", keyed_on,
+                                               "; this evaluator measures on ", device->gpu()));
+  }
+  for (const Observation& o : round) {
+    ProposerUsage& u = usage_[ProposerIndex(o)];
+    if (ledger_.keyed()) {
+      for (size_t j = 0; j < o.measurements.size(); ++j) {
+        u.improvements += ledger_.Record(o.measured_on[j], o.proposal.candidate.id(), o.measurements[j]);
+      }
+    }
+    u.built += o.build.has_value();
+    u.build_failures += o.outcome == Outcome::kBuildFailed;
+    u.measurements += static_cast<int>(o.measurements.size());
+  }
+  if (!ledger_.keyed() && device) {
+    if (absl::Status st = SetKeys(*device); !st.ok()) return st;  // its history has this round
+  }
+  if (checkpoint) {
+    if (absl::Status st = Checkpoint(); !st.ok()) return st;
+  }
+  Release(round);
+  ObserveAll(round);
+  return absl::OkStatus();
+}
+
+// Forgets a round's in-flight bookkeeping (picked, not yet observed).
+void JobRun::Release(const std::vector<Observation>& round) {
+  for (const Observation& o : round) scheduler_.Release(ProposerIndex(o), o.proposal);
+}
+
+}  // namespace anvil
