@@ -37,7 +37,7 @@ std::vector<std::tuple<double, const SeedFamily*, const KnobParams*>> WithinWast
 
 }  // namespace
 
-Ranked Rank(SearchState& s, ProblemState& p,
+Ranked Rank(SearchState& s, const ProblemState& p,
             const std::vector<std::pair<const SeedFamily*, KnobParams>>& space, size_t keep, bool diverse) {
   std::vector<std::tuple<double, const SeedFamily*, const KnobParams*>> kept = WithinWaste(s, p, space);
   const size_t refine = std::min(kept.size(), std::max<size_t>(keep * 40, 200));

@@ -23,7 +23,7 @@ using Ranked = std::vector<std::pair<double, Config*>>;
 // configuration per kind of work (WorkKind), so a screen spends its
 // measurements on different shapes of work, not on variants the
 // first-principles model cannot tell apart.
-Ranked Rank(SearchState& s, ProblemState& p,
+Ranked Rank(SearchState& s, const ProblemState& p,
             const std::vector<std::pair<const SeedFamily*, KnobParams>>& space, size_t keep, bool diverse);
 
 // The problem's correct candidates of today's sources, fastest first by the

@@ -1,7 +1,10 @@
 // The embedded proposer's search (local mode): no LLM, only the seed
 // families' knobs. Stages, each "compile once, measure many" (a configuration
 // is built once and measured on every shape it is sent to):
-//   0 carry   each problem's fastest configurations measured here with an
+//   0 probe   one seed configuration measured on one problem of its layout to
+//             learn the GPU (part of every problem key), then the store's
+//             history of the problems read back;
+//     carry   each problem's fastest configurations measured here with an
 //             earlier source of their family, measured with today's (a
 //             problem's best is always built from its family's current source);
 //     transfer (with SearchOptions::transfer_from) each problem's fastest
@@ -59,7 +62,7 @@
 // (what was measured, the bests, the model's observations) and measures only
 // what is new, so an interrupted search resumes where it stopped. (The GPU
 // is part of the problem key, so each run first measures one seed on one
-// problem to learn it, the probe: the one measurement a resumed run repeats.)
+// problem to learn it: the probe, the one measurement a resumed run repeats.)
 // RunSearch: thread-compatible.
 #ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_
 #define ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_

@@ -1,6 +1,8 @@
 // The embedded search's stages (search.h describes each), one file each,
 // and their order. A new stage is a Stage (stage.h) in a file of its own,
-// its factory here, and its place in MakeStages (stage_list.cc).
+// its factory here, and its place in MakeStages (stage_list.cc). Each stage
+// holds its own progress (rounds planned, generations, attempts) and is
+// thread-compatible.
 #ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_STAGES_H_
 #define ANVIL_SERVER_PROPOSERS_EMBEDDED_STAGES_H_
 
