@@ -1,0 +1,83 @@
+// The embedded search's options and result (search.h describes the stages
+// they steer). Plain structs.
+#ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_OPTIONS_H_
+#define ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_OPTIONS_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "anvil/v1/kernel_search.pb.h"
+#include "server/proposers/embedded/cost_model.h"
+
+namespace anvil {
+
+struct SearchOptions {
+  double budget_seconds = 3600;   // wall time of this run; the verify stage runs regardless
+  // What a problem's best minimises (proto/figures.h): "graph-cold" (CUDA-graph
+  // replay with operands streamed from DRAM: what an inference step pays),
+  // "graph-hot", "device" (one isolated call), "warm" or "call" (eager-mode
+  // back-to-back or one call with host overhead), or "cold". A measurement
+  // without the figure (a call that cannot be captured) is never a best. The
+  // cost model always predicts device time.
+  std::string figure = "graph-cold";
+  int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
+  int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
+  int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
+  int generations = 6;            // stage 3: at most this many generations
+  int evolve_patience = 2;        // stage 3: stops after this many generations in a row improve
+                                  // no problem's best by 0.5% (each goes further down the
+                                  // model's ranking of the leaders' neighbours)
+  int specialise_per_problem = 2; // stage 3: general leaders per problem rebuilt for it
+  // Stage 3: configurations of other tiles (family and tile size) within this
+  // factor of a problem's best are leaders too: specialised, and evolved with
+  // half of evolve_per_problem each, one per kind of work (one noisy
+  // measurement must not decide which tile a problem's evolution explores).
+  double leader_margin = 1.15;
+  int evolve_runners_up = 1;      // stage 3: such runners-up evolved per problem
+  int verify_runs = 3;            // stage 4: a winner's re-measurements, each in its own
+                                  // runner process; the median speedup is reported
+  double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
+  int build_chunk = 16;           // builds per round (~2x parallel builds); the next round
+                                  // builds while this one is measured
+  double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
+  double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
+  bool seeds_only = false;        // stop after stage 0
+  std::string transfer_from;      // a GPU model in the store ("" = none), e.g. "H200"
+  int transfer_per_problem = 3;   // its fastest distinct configurations per problem
+  DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
+  // The clock the budget is measured on (tests pass a fake one); empty = steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
+};
+
+// One point of a problem's search curve: after `tried` candidates measured
+// on it, the best correct speedup over the best baseline (by the search's figure).
+struct CurvePoint {
+  std::string problem;  // ShapeName + layout
+  int tried = 0;
+  double speedup = 0;
+  double seconds = 0;   // since the run started
+  std::string stage;
+};
+
+struct SearchResult {
+  // Best verified per problem, with the figures of its re-measurement in this
+  // job (best_us, best_baseline_us, speedup).
+  std::vector<v1::ProblemProgress> problems;
+  std::vector<CurvePoint> curve;
+  int candidates_built = 0;       // built this run (cache misses and hits)
+  int build_failures = 0;
+  int measurements = 0;           // measured this run
+  double measure_seconds = 0;     // wall time its rounds spent with the coordinator
+                                  // (building and measuring)
+  double wall_seconds = 0;
+  bool budget_exhausted = false;
+};
+
+// Called for every event worth showing a person (one line, no newline).
+using ProgressFn = std::function<void(const std::string& line)>;
+
+}  // namespace anvil
+
+#endif  // ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_OPTIONS_H_

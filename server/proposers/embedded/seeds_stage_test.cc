@@ -1,0 +1,71 @@
+// The seeds stage: every family's default and suggested configurations on
+// the problems of their layouts, skipping what an earlier source passed and
+// what the workspace cap would refuse.
+#include "server/proposers/embedded/search_test_fixture.h"
+
+namespace anvil {
+namespace {
+
+TEST_F(SearchTest, AConfigurationThatFailedUnderAnEarlierSourceIsMeasuredAgainAfterTheFix) {
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest broken(TiledTestFamily());
+  broken.refuses_bm64 = true;  // the suggested BM=64 BN=64 fails on every problem
+  ASSERT_TRUE(Search(broken, *store, SearchOptions()).ok());
+
+  seeds_[0].source += "// the fix\n";
+  FakeGpuWorkerForTest fixed(TiledTestFamily());
+  std::vector<std::string> lines;
+  ASSERT_TRUE(Search(fixed, *store, SearchOptions(), &lines).ok());
+  // Only the default configuration's pairs are skipped (less the one that
+  // learns the GPU): a failure says nothing about today's source.
+  bool skipped = false;
+  for (const std::string& l : lines)
+    skipped |= l.find("[seeds] 2 (configuration, problem) pairs skipped") != std::string::npos;
+  EXPECT_TRUE(skipped);
+  const v1::Candidate suggested =
+      MakeSeedCandidate(seeds_[0], v1::LAYOUT_NT, {{"BM", "64"}, {"BN", "64"}});
+  int problems = 0;
+  for (const auto& [key, n] : fixed.measured)
+    problems += std::get<0>(key) == suggested.id() ? 1 : 0;
+  EXPECT_EQ(problems, 2);  // the two NT problems, each once
+}
+
+TEST_F(SearchTest, ASuggestionThatIsTheDefaultIsMeasuredOncePerProblem) {
+  seeds_[0].suggested.push_back({{"BM", "128"}, {"BN", "128"}});  // the family's default
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(seeds_[0]);
+  SearchOptions o;
+  o.seeds_only = true;
+  absl::StatusOr<SearchResult> r = Search(w, *store, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The two seed configurations of each layout on its problems (one nn, two
+  // nt), each measured once; the verify stage's re-measurements come after.
+  EXPECT_EQ(r->measurements, 2 * 3);
+  for (const auto& [key, n] : w.measured) {
+    EXPECT_LE(n, 1 + kVerifyRuns) << std::get<0>(key) << " on " << std::get<1>(key);
+  }
+}
+
+// A seed suggestion whose split-K partials exceed the workspace cap on a problem
+// is not sent there (the runner would refuse it unrun); the others still are.
+TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
+  seeds_[0].suggested.push_back({{"BM", "64"}, {"BN", "64"}, {"SPLIT_K", "16"}});
+  std::unique_ptr<Store> store = Open();
+  FakeGpuWorkerForTest w(seeds_[0]);
+  SearchOptions o;
+  o.seeds_only = true;
+  // 16 slabs of 256x64 floats (and 16 spare bytes) fit; 16 of 4096x4096 or
+  // 1000x1000 do not.
+  o.max_workspace_bytes = 16.0 * 256 * 64 * 4 + 16;
+  ASSERT_TRUE(Search(w, *store, o).ok());
+  std::set<std::string> split_on;
+  for (const auto& [key, n] : w.measured) {
+    absl::StatusOr<v1::Candidate> c = store->GetCandidate(std::get<0>(key));
+    ASSERT_TRUE(c.ok());
+    if (c->params().at("SPLIT_K") == "16") split_on.insert(std::get<1>(key));
+  }
+  EXPECT_EQ(split_on, std::set<std::string>{"256x64x12288"});
+}
+
+}  // namespace
+}  // namespace anvil
