@@ -1,7 +1,7 @@
 // MakeJobService: the one place a JobService is assembled, for every way a
 // job is run: local `anvil optimize` (cli/optimize.cc), `anvil serve` with
-// this node's GPU or the fleet's (server/rpc/serve_main.cc), RunSearch (one
-// embedded job, for benchmarks) and the tests' services. The JobOptions come
+// this node's GPU or the fleet's (server/rpc/serve_main.cc) and the tests'
+// services (the search tests' RunSearch, the scripted LLM job). The JobOptions come
 // from ServerOptions in both modes (JobOptionsOf, server/rpc/options.h), so
 // local and served jobs run alike; the proposers are the node's
 // (factory.h) unless a set is given.

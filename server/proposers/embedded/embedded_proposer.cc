@@ -22,6 +22,7 @@ const std::string& EmbeddedProposer::name() const {
 }
 
 absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView& view, int n) {
+  note_ = view.note;
   if (state_ == nullptr && !ended_) {
     if (absl::Status st = Start(view); !st.ok()) End(st);
   } else if (!ended_) {
@@ -38,6 +39,7 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
 
 void EmbeddedProposer::Observe(const SearchView& view, std::span<const Observation> results) {
   if (state_ == nullptr || ended_) return;
+  note_ = view.note;
   state_->See(view);
   for (const Observation& o : results) {
     const int i = Match(o);
@@ -65,9 +67,16 @@ absl::Status EmbeddedProposer::Start(const SearchView& view) {
     return absl::InvalidArgumentError("the search's figure must be device, warm, cold or call");
   }
   if (options_.seeds.empty()) return absl::FailedPreconditionError("no seed families loaded");
-  ProgressFn progress = options_.progress ? options_.progress : [](const std::string&) {};
+  // The stages' lines go to the job's watchers (the view's note, as log
+  // events) and to options_.progress; their new-best lines only to the
+  // latter, since the job reports every new best itself.
+  ProgressFn progress = [this](const std::string& line) {
+    if (options_.progress) options_.progress(line);
+    if (note_) note_(line);
+  };
   state_ = std::make_unique<SearchState>(options_.seeds, problems, view.job_id, o, std::move(progress),
                                          view.elapsed_seconds);
+  state_->set_new_best_lines(options_.progress ? options_.progress : [](const std::string&) {});
   state_->See(view);
   stages_ = MakeStages(o);
   Advance();

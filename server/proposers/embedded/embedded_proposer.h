@@ -37,7 +37,10 @@ class Stage;
 struct EmbeddedProposerOptions {
   std::vector<SeedFamily> seeds;  // REQUIRES: non-empty
   SearchOptions search;           // its budget_seconds: capped by the job's wall budget left
-  ProgressFn progress;            // the stages' lines for a person; may be empty
+  // Every line of the stages for a person (tests, benches); may be
+  // empty. In a job the lines also go to its watchers (SearchView::note),
+  // but for the new-best lines: the job reports those itself.
+  ProgressFn progress;
   // Called once, on the caller's thread, when the stages end (in the Propose
   // or Observe that ends them), with what they found or why they failed; or
   // by the destructor, Cancelled, when the proposer goes away mid-search.
@@ -71,6 +74,7 @@ class EmbeddedProposer : public Proposer {
   size_t handed_ = 0;                   // round_[0, handed_) handed out
   size_t unanswered_ = 0;
   bool ended_ = false;
+  std::function<void(const std::string&)> note_;  // the current call's SearchView::note
   absl::Status status_;                 // once ended: how
 };
 

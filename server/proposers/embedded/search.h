@@ -63,31 +63,9 @@
 // what is new, so an interrupted search resumes where it stopped. (The GPU
 // is part of the problem key, so each run first measures one seed on one
 // problem to learn it: the probe, the one measurement a resumed run repeats.)
-// RunSearch: thread-compatible.
 #ifndef ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_
 #define ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_
 
-#include <string>
-#include <vector>
-
-#include "absl/status/statusor.h"
-#include "proto/problem.h"
-#include "seeds/seeds.h"
 #include "server/proposers/embedded/search_options.h"
-#include "store/store.h"
-#include "worker/candidate_evaluator.h"
-
-namespace anvil {
-
-// One job of the embedded proposer alone: created in `store` with id
-// `job_id`, run by a JobService on `evaluator` (tests, benches; `anvil
-// optimize` uses the JobService itself). REQUIRES: no job `job_id` yet.
-absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
-                                       const std::vector<ShapeSpec>& problems,
-                                       const std::string& job_id, CandidateEvaluator& evaluator,
-                                       Store& store, const SearchOptions& options,
-                                       const ProgressFn& progress);
-
-}  // namespace anvil
 
 #endif  // ANVIL_SERVER_PROPOSERS_EMBEDDED_SEARCH_H_

@@ -226,9 +226,9 @@ void SearchState::Improve(ProblemState& p, const v1::Candidate* c, const v1::Mea
   p.best_verified = false;
   if (m.verified()) Verified(p, m, fresh);
   if (fresh) {
-    progress_(absl::StrFormat("[%s] %-22s %.3fx -> %.3fx  %s  (%.2f us; best baseline %.2f us)", stage_,
-                              p.name, before, p.Speedup(), c ? c->name() : m.candidate_id(), us,
-                              p.baseline_us));
+    const ProgressFn& out = new_best_lines_ ? new_best_lines_ : progress_;
+    out(absl::StrFormat("[%s] %-22s %.3fx -> %.3fx  %s  (%.2f us; best baseline %.2f us)", stage_, p.name,
+                        before, p.Speedup(), c ? c->name() : m.candidate_id(), us, p.baseline_us));
   }
 }
 

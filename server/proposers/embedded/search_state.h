@@ -83,6 +83,9 @@ class SearchState {
   const CostModel& model() const { return model_; }
   SearchResult& result() { return result_; }
   void Progress(const std::string& line) const { progress_(line); }
+  // Where the lines saying a problem's best improved go (default: with the
+  // other lines).
+  void set_new_best_lines(ProgressFn f) { new_best_lines_ = std::move(f); }
   // The stage under way, as progress lines, proposals and the curve name it.
   const std::string& stage() const { return stage_; }
   void set_stage(std::string stage) { stage_ = std::move(stage); }
@@ -155,6 +158,7 @@ class SearchState {
   std::string job_id_;
   SearchOptions options_;
   ProgressFn progress_;
+  ProgressFn new_best_lines_;  // empty: progress_
   CostModel model_;
   Clock::time_point start_;
   double elapsed_at_start_;

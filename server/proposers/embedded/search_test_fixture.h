@@ -21,10 +21,23 @@
 #include "proto/candidate.h"
 #include "reward/reward.h"
 #include "seeds/space.h"
+#include "proto/problem.h"
+#include "seeds/seeds.h"
 #include "server/proposers/embedded/search.h"
+#include "store/store.h"
+#include "worker/candidate_evaluator.h"
 #include "server/proposers/embedded/test_family.h"
 
 namespace anvil {
+
+// One job of the embedded proposer alone (search_test_run.cc): created in
+// `store` with id `job_id`, run by a job service on `evaluator`.
+// REQUIRES: no job `job_id` yet.
+absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
+                                       const std::vector<ShapeSpec>& problems,
+                                       const std::string& job_id, CandidateEvaluator& evaluator,
+                                       Store& store, const SearchOptions& options,
+                                       const ProgressFn& progress);
 
 // A winner's verified re-measurements, each in its own runner process.
 inline const int kVerifyRuns = SearchOptions().verify_runs;

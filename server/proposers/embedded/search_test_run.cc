@@ -1,8 +1,9 @@
-// RunSearch: one job of the embedded proposer alone, through a JobService.
+// RunSearch (search_test_fixture.h): one job of the embedded proposer alone,
+// through a job service assembled as every other (server/proposers/job_setup.h).
 #include "absl/strings/str_cat.h"
-#include "server/job_service.h"
 #include "server/proposers/embedded/embedded_proposer.h"
-#include "server/proposers/embedded/search.h"
+#include "server/proposers/embedded/search_test_fixture.h"
+#include "server/proposers/job_setup.h"
 
 namespace anvil {
 
@@ -14,14 +15,15 @@ absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
   if (problems.empty()) return absl::InvalidArgumentError("no problems to search");
   if (seeds.empty()) return absl::FailedPreconditionError("no seed families loaded");
   auto result = std::make_shared<std::optional<absl::StatusOr<SearchResult>>>();
-  JobServiceOptions o;
-  o.store = &store;
-  o.evaluator = &evaluator;
-  o.clock = options.clock;
-  o.default_figure = options.figure;
-  o.build_chunk = std::max(1, options.build_chunk);
-  o.new_job_id = [job_id] { return job_id; };
-  o.proposers = [&seeds, &options, &progress, result](const v1::OptimizeKernelRequest&)
+  JobSetup setup;
+  setup.store = &store;
+  setup.evaluator = &evaluator;
+  setup.clock = options.clock;
+  setup.job.default_figure = options.figure;
+  setup.job.build_chunk = std::max(1, options.build_chunk);
+  setup.new_job_id = [job_id] { return job_id; };
+  ProposerSet set;
+  set.factory = [&seeds, &options, &progress, result](const v1::OptimizeKernelRequest&)
       -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
     EmbeddedProposerOptions e;
     e.seeds = seeds;
@@ -32,7 +34,8 @@ absl::StatusOr<SearchResult> RunSearch(const std::vector<SeedFamily>& seeds,
     out.push_back(std::make_unique<EmbeddedProposer>(std::move(e)));
     return out;
   };
-  absl::StatusOr<std::unique_ptr<JobService>> service = JobService::Create(std::move(o));
+  setup.proposer_set = std::move(set);
+  absl::StatusOr<std::unique_ptr<JobService>> service = MakeJobService(std::move(setup));
   if (!service.ok()) return service.status();
   v1::OptimizeKernelRequest request;
   request.set_proposer("embedded");
