@@ -1,5 +1,7 @@
 #include "proto/figures.h"
 
+#include <iterator>
+
 #include "absl/strings/str_join.h"
 
 namespace anvil {
@@ -13,16 +15,51 @@ bool IsFigure(absl::string_view figure) {
 
 std::string FigureList() { return absl::StrJoin(kFigures, ", "); }
 
+namespace {
+
+// The one map from a figure's name to its field of v1::Timings.
+struct Field {
+  absl::string_view name;
+  bool (v1::Timings::*has)() const;
+  const v1::TimingStats& (v1::Timings::*get)() const;
+  v1::TimingStats* (v1::Timings::*mutable_get)();
+};
+constexpr Field kFields[] = {
+    {"graph-cold", &v1::Timings::has_graph_cold, &v1::Timings::graph_cold,
+     &v1::Timings::mutable_graph_cold},
+    {"graph-hot", &v1::Timings::has_graph_hot, &v1::Timings::graph_hot,
+     &v1::Timings::mutable_graph_hot},
+    {"device", &v1::Timings::has_device, &v1::Timings::device, &v1::Timings::mutable_device},
+    {"cold", &v1::Timings::has_cold, &v1::Timings::cold, &v1::Timings::mutable_cold},
+    {"warm", &v1::Timings::has_warm, &v1::Timings::warm, &v1::Timings::mutable_warm},
+    {"call", &v1::Timings::has_call, &v1::Timings::call, &v1::Timings::mutable_call},
+};
+static_assert(std::size(kFields) == kFigures.size());
+
+const Field* FindField(absl::string_view figure) {
+  for (const Field& f : kFields) {
+    if (f.name == figure) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const v1::TimingStats* FigureField(const v1::Timings& t, absl::string_view figure, bool* has) {
+  const Field* f = FindField(figure);
+  *has = f != nullptr && (t.*(f->has))();
+  return f != nullptr ? &(t.*(f->get))() : nullptr;
+}
+
 const v1::TimingStats* FigureStats(const v1::Timings& t, absl::string_view figure) {
-  const v1::TimingStats* s = nullptr;
   bool has = false;
-  if (figure == "graph-cold") s = &t.graph_cold(), has = t.has_graph_cold();
-  if (figure == "graph-hot") s = &t.graph_hot(), has = t.has_graph_hot();
-  if (figure == "device") s = &t.device(), has = t.has_device();
-  if (figure == "cold") s = &t.cold(), has = t.has_cold();
-  if (figure == "warm") s = &t.warm(), has = t.has_warm();
-  if (figure == "call") s = &t.call(), has = t.has_call();
+  const v1::TimingStats* s = FigureField(t, figure, &has);
   return has && s->median_us() > 0 ? s : nullptr;
+}
+
+v1::TimingStats* MutableFigureStats(v1::Timings* t, absl::string_view figure) {
+  const Field* f = FindField(figure);
+  return f != nullptr ? (t->*(f->mutable_get))() : nullptr;
 }
 
 double FigureUs(const v1::Timings& t, absl::string_view figure) {
@@ -30,13 +67,19 @@ double FigureUs(const v1::Timings& t, absl::string_view figure) {
   return s ? s->median_us() : 0;
 }
 
-double BestBaselineUs(const v1::Measurement& m, absl::string_view figure) {
-  double best = 0;
+const v1::Baseline* BestBaseline(const v1::Measurement& m, absl::string_view figure) {
+  const v1::Baseline* best = nullptr;
+  double best_us = 0;
   for (const v1::Baseline& b : m.baselines()) {
-    double v = FigureUs(b.timings(), figure);
-    if (v > 0 && (best == 0 || v < best)) best = v;
+    const double us = FigureUs(b.timings(), figure);
+    if (us > 0 && (best == nullptr || us < best_us)) best = &b, best_us = us;
   }
   return best;
+}
+
+double BestBaselineUs(const v1::Measurement& m, absl::string_view figure) {
+  const v1::Baseline* b = BestBaseline(m, figure);
+  return b != nullptr ? FigureUs(b->timings(), figure) : 0;
 }
 
 double SpeedupOverBestBaseline(const v1::Measurement& m, absl::string_view figure) {

@@ -31,10 +31,19 @@ bool IsFigure(absl::string_view figure);
 // "graph-cold, graph-hot, device, cold, warm, call", for error messages.
 std::string FigureList();
 // The stats of `figure` in t; nullptr when the name is unknown or the figure
-// was not measured.
+// was not measured (absent, or a median <= 0).
 const v1::TimingStats* FigureStats(const v1::Timings& t, absl::string_view figure);
+// The field of `figure` in t, set or not, and whether it is set (for
+// encoders that keep a field as it is); nullptr for an unknown name.
+const v1::TimingStats* FigureField(const v1::Timings& t, absl::string_view figure, bool* has);
+// The field of `figure` in t for writing (marks it set); nullptr for an
+// unknown name.
+v1::TimingStats* MutableFigureStats(v1::Timings* t, absl::string_view figure);
 // The median of `figure` in t (0 when absent).
 double FigureUs(const v1::Timings& t, absl::string_view figure);
+// The fastest baseline of m by `figure` (of equal medians the first);
+// nullptr when none has the figure. Its stats: FigureStats(b->timings(), figure).
+const v1::Baseline* BestBaseline(const v1::Measurement& m, absl::string_view figure);
 // The fastest baseline's median of `figure` in m (us), 0 when none has it.
 double BestBaselineUs(const v1::Measurement& m, absl::string_view figure);
 // BestBaselineUs / the candidate's median of `figure`; 0 when either is absent.
