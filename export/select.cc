@@ -28,21 +28,16 @@ struct Point {
 };
 
 bool PointOf(const v1::Measurement& m, Regime regime, Point* p) {
-  const v1::TimingStats& k = RegimeStats(m.timings(), regime);
-  if (k.median_us() <= 0) return false;
-  p->kernel_us = k.median_us();
-  p->kernel_spread = k.spread();
-  p->baseline_us = 0;
-  for (const v1::Baseline& b : m.baselines()) {
-    const v1::TimingStats& s = RegimeStats(b.timings(), regime);
-    if (s.median_us() <= 0) continue;
-    if (p->baseline_us == 0 || s.median_us() < p->baseline_us) {
-      p->baseline_us = s.median_us();
-      p->baseline_spread = s.spread();
-      p->baseline = b.name();
-    }
-  }
-  return p->baseline_us > 0;
+  const v1::TimingStats* k = FigureStats(m.timings(), RegimeFigure(regime));
+  const v1::Baseline* b = BestBaseline(m, RegimeFigure(regime));
+  if (k == nullptr || b == nullptr) return false;
+  const v1::TimingStats& base = *FigureStats(b->timings(), RegimeFigure(regime));
+  p->kernel_us = k->median_us();
+  p->kernel_spread = k->spread();
+  p->baseline_us = base.median_us();
+  p->baseline_spread = base.spread();
+  p->baseline = b->name();
+  return true;
 }
 
 RegimeFigures Summarise(const std::vector<Point>& points, Regime regime) {
@@ -85,13 +80,8 @@ const char* RegimeFigure(Regime regime) {
   return regime == Regime::kHot ? "graph-hot" : "graph-cold";
 }
 
-const v1::TimingStats& RegimeStats(const v1::Timings& timings, Regime regime) {
-  const v1::TimingStats* s = FigureStats(timings, RegimeFigure(regime));
-  return s != nullptr ? *s : v1::TimingStats::default_instance();
-}
-
 v1::TimingStats* MutableRegimeStats(v1::Timings* timings, Regime regime) {
-  return regime == Regime::kHot ? timings->mutable_graph_hot() : timings->mutable_graph_cold();
+  return MutableFigureStats(timings, RegimeFigure(regime));
 }
 
 absl::StatusOr<WinnerFigures> FiguresOf(Store& store, const v1::Problem& problem,

@@ -21,10 +21,10 @@ namespace anvil::exporter {
 // The two regimes the library is judged in.
 enum class Regime { kHot, kCold };
 const char* RegimeName(Regime regime);  // "hot", "cold"
-// The store figure that measures `regime` (what BestKernel ranks by).
+// The store figure that measures `regime` (what BestKernel ranks by); its
+// stats are read through proto/figures.h.
 const char* RegimeFigure(Regime regime);
-// The stats of `regime` inside a measurement's timings (candidate or baseline).
-const v1::TimingStats& RegimeStats(const v1::Timings& timings, Regime regime);
+// The stats of `regime` inside a measurement's timings, for writing.
 v1::TimingStats* MutableRegimeStats(v1::Timings* timings, Regime regime);
 
 // One regime's figures of a kernel against the fastest vendor baseline.

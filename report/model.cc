@@ -6,8 +6,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
-#include "report/regimes.h"
 #include "report/report.h"
 #include "report/sections.h"
 
@@ -19,38 +19,34 @@ using nlohmann::json;
 // The speedup of one PASSED row in a regime, with a spread interval from
 // both sides' (p90 - p10) / median; nullopt when either side lacks the regime.
 std::optional<json> RowSpeedup(const v1::Measurement& m, const std::string& regime) {
-  const v1::TimingStats* s = RegimeStats(m.timings(), regime);
-  std::string base_name;
-  double base_spread = 0;
-  const double base = BestBaselineUs(m, regime, &base_name, &base_spread);
-  if (s == nullptr || s->median_us() <= 0 || base <= 0) return std::nullopt;
-  const double us = s->median_us(), sc = s->spread() / 2, sb = base_spread / 2;
+  const v1::TimingStats* s = FigureStats(m.timings(), regime);
+  const v1::Baseline* b = BestBaseline(m, regime);
+  if (s == nullptr || b == nullptr) return std::nullopt;
+  const v1::TimingStats& bs = *FigureStats(b->timings(), regime);
+  const double us = s->median_us(), base = bs.median_us();
+  const double sc = s->spread() / 2, sb = bs.spread() / 2;
   return json{{"us", us},
               {"spread", s->spread()},
-              {"baseline", base_name},
+              {"baseline", b->name()},
               {"baseline_us", base},
-              {"baseline_spread", base_spread},
+              {"baseline_spread", bs.spread()},
               {"speedup", base / us},
               {"speedup_lo", base * std::max(0.0, 1 - sb) / (us * (1 + sc))},
               {"speedup_hi", base * (1 + sb) / (us * std::max(1e-9, 1 - sc))}};
 }
 
-// The row a regime's winner is: fastest verified PASSED row (else fastest PASSED).
+// The row a regime's winner is: of the rows with a baseline in the regime,
+// the best verified one by proto/figures.h's rule (Beats, in measured
+// order), else the best one.
 const StoredMeasurement* Winner(const std::vector<StoredMeasurement>& history,
                                 const std::string& regime) {
-  const StoredMeasurement* best = nullptr;
-  auto better = [&](const StoredMeasurement& m) {
-    if (best == nullptr) return true;
-    if (m.measurement.verified() != best->measurement.verified()) return m.measurement.verified();
-    return RegimeUs(m.measurement.timings(), regime) < RegimeUs(best->measurement.timings(), regime);
-  };
+  const StoredMeasurement* best[2] = {nullptr, nullptr};  // [verified]
   for (const StoredMeasurement& m : history) {
-    if (m.measurement.verdict() != v1::VERDICT_PASSED) continue;
-    if (RegimeUs(m.measurement.timings(), regime) <= 0) continue;
-    if (BestBaselineUs(m.measurement, regime) <= 0) continue;
-    if (better(m)) best = &m;
+    if (BestBaseline(m.measurement, regime) == nullptr) continue;
+    const StoredMeasurement*& b = best[m.measurement.verified() ? 1 : 0];
+    if (Beats(RankingUs(m.measurement, regime), b ? RankingUs(b->measurement, regime) : 0)) b = &m;
   }
-  return best;
+  return best[1] != nullptr ? best[1] : best[0];
 }
 
 json CandidateJson(const v1::Candidate& c) {
@@ -122,24 +118,21 @@ json ProblemJson(const v1::Problem& p, const std::vector<StoredMeasurement>& his
     out["winner"] = CandidateJson(candidates.Get(m.candidate_id()));
     out["winner"]["verified"] = m.verified();
     out["winner"]["sol_us"] = m.sol_us();
-    out["efficiency"] = m.sol_us() > 0 ? m.sol_us() / RegimeUs(m.timings(), figure) : 0.0;
+    out["efficiency"] = m.sol_us() > 0 ? m.sol_us() / FigureUs(m.timings(), figure) : 0.0;
   }
   out["curve"] = Curve(history, figure, t0_ms, candidates);
   return out;
 }
 
-// The regimes any PASSED row of the scope has values for, in Regimes() order.
+// The regimes any PASSED row of the scope has values for, in kFigures order.
 std::vector<std::string> RegimesWithValues(const std::vector<ScopedProblem>& problems) {
   std::vector<std::string> out;
-  for (const std::string& r : Regimes()) {
+  for (absl::string_view r : kFigures) {
     bool any = false;
     for (const ScopedProblem& p : problems) {
-      for (const StoredMeasurement& m : p.history) {
-        any = any || (m.measurement.verdict() == v1::VERDICT_PASSED &&
-                      RegimeUs(m.measurement.timings(), r) > 0);
-      }
+      for (const StoredMeasurement& m : p.history) any = any || RankingUs(m.measurement, r) > 0;
     }
-    if (any) out.push_back(r);
+    if (any) out.emplace_back(r);
   }
   return out;
 }
@@ -147,8 +140,7 @@ std::vector<std::string> RegimesWithValues(const std::vector<ScopedProblem>& pro
 }  // namespace
 
 absl::StatusOr<json> BuildReportModel(Store& store, const ReportOptions& options) {
-  const std::vector<std::string> all = Regimes();
-  if (!options.figure.empty() && std::find(all.begin(), all.end(), options.figure) == all.end()) {
+  if (!options.figure.empty() && !IsFigure(options.figure)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown figure '", options.figure, "'"));
   }
   absl::StatusOr<Scope> scope = LoadScope(store, options);
@@ -158,7 +150,7 @@ absl::StatusOr<json> BuildReportModel(Store& store, const ReportOptions& options
   if (figure.empty() || std::find(regimes.begin(), regimes.end(), figure) == regimes.end()) {
     if (options.figure.empty() && !regimes.empty()) figure = regimes.front();
   }
-  if (figure.empty()) figure = all.front();
+  if (figure.empty()) figure = std::string(kDefaultFigure);
   CandidateCache candidates(store);
   json problems = json::array();
   for (const ScopedProblem& p : scope->problems) {

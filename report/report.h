@@ -24,16 +24,11 @@ struct ReportOptions {
   std::string job_id;  // only this job's measurements (and its time window for builds)
   std::string gpu;     // only problems on this device model; empty: every GPU
   // The figure that picks each problem's winner and draws its curve; empty:
-  // the job's reward figure, else the first regime with values in Regimes().
+  // the job's reward figure, else the first regime with values (in the order
+  // of kFigures, proto/figures.h).
   std::string figure;
   int64_t now_unix_ms = 0;  // stamp of the report; 0: the system clock
 };
-
-// Every timing regime a measurement can carry, in display order (CUDA-graph
-// regimes first), named as figures are named on the command line
-// ("graph-cold", ..., "device", "cold", "warm", "call"). Read from
-// v1::Timings, so a regime added there shows up here.
-std::vector<std::string> Regimes();
 
 // The report's JSON model (REPORT.md). NotFound for an unknown job;
 // InvalidArgument for an unknown figure. A scope with no measurements gives

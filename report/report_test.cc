@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "proto/figures.h"
 #include "report/report_test_store.h"
 #include "report/test_store_fixture.h"
 
@@ -29,25 +30,15 @@ class ReportTest : public testing::TestStoreFixture {
   }
 };
 
-TEST(RegimesTest, ComeFromTheTimingsMessage) {
-  std::vector<std::string> r = Regimes();
-  for (const char* known : {"device", "cold", "warm", "call"}) {
-    EXPECT_NE(std::find(r.begin(), r.end(), known), r.end()) << known;
-  }
-  EXPECT_EQ(std::find(r.begin(), r.end(), "first-call-us"), r.end());  // a double, not a regime
-  if (std::find(r.begin(), r.end(), "graph-cold") != r.end()) {
-    EXPECT_EQ(r.front(), "graph-cold");
-  }
-}
-
 TEST_F(ReportTest, JobModelHasEveryProblemAndRegime) {
   ReportOptions options;
   options.job_id = testing::kTestJob;
   json m = Model(options);
   EXPECT_EQ(m["scope"]["kind"], "job");
   EXPECT_EQ(m["scope"]["job"]["state"], "running");
-  EXPECT_EQ(m["regimes"].get<std::vector<std::string>>(), Regimes());
-  EXPECT_EQ(m["figure"], Regimes().front());  // the job names none
+  EXPECT_EQ(m["regimes"].get<std::vector<std::string>>(),
+            std::vector<std::string>(kFigures.begin(), kFigures.end()));
+  EXPECT_EQ(m["figure"], std::string(kDefaultFigure));  // the job names none
   ASSERT_EQ(m["problems"].size(), 3u);
   const json& big = m["problems"][0];
   EXPECT_EQ(big["name"], "4096x4096x4096 nt");

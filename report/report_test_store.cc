@@ -6,10 +6,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
-#include "report/regimes.h"
 #include "report/report.h"
+#include "report/sections.h"
 
 namespace anvil::report::testing {
 namespace {
@@ -31,10 +31,8 @@ v1::Problem ProblemOf(const TestProblem& t) {
 // Every regime of Timings, scaled from the device time (cold slower, graph-hot
 // fastest); `host` scales the regimes with host overhead (warm, call).
 void FillTimings(double device_us, double spread, v1::Timings* t, double host = 1.0) {
-  for (const std::string& r : Regimes()) {
-    const google::protobuf::FieldDescriptor* f =
-        v1::Timings::descriptor()->FindFieldByName(absl::StrReplaceAll(r, {{"-", "_"}}));
-    auto* s = static_cast<v1::TimingStats*>(t->GetReflection()->MutableMessage(t, f));
+  for (absl::string_view r : kFigures) {
+    v1::TimingStats* s = MutableFigureStats(t, r);
     const double scale = r == "cold" ? 1.25 : r == "graph-cold" ? 1.18 : r == "warm" ? 1.03
                          : r == "call" ? 1.15 : r == "graph-hot" ? 0.98 : 1.0;
     const double us = device_us * scale * (r == "warm" || r == "call" ? host : 1.0);

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "proto/problem.h"
-#include "report/regimes.h"
 
 namespace anvil::report {
 namespace {
@@ -137,6 +136,15 @@ absl::StatusOr<Scope> LoadScope(Store& store, const ReportOptions& options) {
   scope.json["gpus"] = std::vector<std::string>(gpus.begin(), gpus.end());
   scope.json["store"] = store.path();
   return scope;
+}
+
+double ProblemFlops(const v1::Problem& p) {
+  return 2.0 * double(p.shape().m()) * double(p.shape().n()) * double(p.shape().k());
+}
+
+double ProblemBytes(const v1::Problem& p) {
+  const double m = p.shape().m(), n = p.shape().n(), k = p.shape().k();
+  return 2.0 * (m * k + n * k + m * n);
 }
 
 json Ceilings(const std::vector<ScopedProblem>& problems) {

@@ -47,6 +47,10 @@ struct Scope {
 
 absl::StatusOr<Scope> LoadScope(Store& store, const ReportOptions& options);
 
+// 2*M*N*K and the bytes of A, B and C (fp16), as the runner's speed of light counts them.
+double ProblemFlops(const v1::Problem& p);
+double ProblemBytes(const v1::Problem& p);
+
 // Per GPU, the compute and bandwidth ceilings the runner measured, recovered
 // from the stored speed-of-light times (sol = max(flops/peak, bytes/bw)).
 nlohmann::json Ceilings(const std::vector<ScopedProblem>& problems);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
 #include "report/embedded.h"
 #include "report/report.h"
@@ -113,12 +114,7 @@ absl::StatusOr<json> WinnersJson(Store& store, int max) {
   for (const v1::Kernel& k : *kernels) {
     if (static_cast<int>(out.size()) >= max) break;
     const v1::Measurement& m = k.measurement();
-    double base = 0;
-    for (const v1::Baseline& b : m.baselines()) {
-      const double us = b.timings().device().median_us();
-      if (us > 0 && (base == 0 || us < base)) base = us;
-    }
-    const double us = m.timings().device().median_us();
+    const double base = BestBaselineUs(m, "device"), us = FigureUs(m.timings(), "device");
     out.push_back({{"problem", ProblemName(m.problem())}, {"kernel", k.candidate().name()},
                    {"proposer", k.candidate().proposer()}, {"device_us", us},
                    {"speedup", us > 0 && base > 0 ? base / us : 0.0},

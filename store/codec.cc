@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/figures.h"
 
 namespace anvil::store_internal {
 namespace {
@@ -19,10 +20,18 @@ namespace {
 using nlohmann::json;
 namespace pb = google::protobuf;
 
-// Column stems of the timing figures, in Timings' order; the figure names
-// callers use are the same with '-' for '_' ("graph-cold").
-constexpr const char* kFigures[] = {"device", "cold", "warm", "call", "graph_hot", "graph_cold"};
+// The timing figures in the order of their column groups (proto/figures.h
+// maps each to its field of v1::Timings); a group's columns are named by the
+// figure with '_' for '-' ("graph_cold_median_us").
+constexpr absl::string_view kColumnFigures[] = {"device", "cold",      "warm",
+                                                "call",   "graph-hot", "graph-cold"};
 constexpr int kFigureCount = 6;
+
+std::string ColumnStem(absl::string_view figure) {
+  std::string stem(figure);
+  std::replace(stem.begin(), stem.end(), '-', '_');
+  return stem;
+}
 
 // VERDICT_COMPILE_ERROR -> "compile_error"; unknown numbers as decimal text.
 std::string EnumText(const pb::EnumDescriptor* descriptor, int number, absl::string_view prefix) {
@@ -76,13 +85,12 @@ v1::Dtype DtypeFromText(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> FigureColumn(absl::string_view figure) {
-  std::string stem(figure);
-  std::replace(stem.begin(), stem.end(), '-', '_');
-  for (const char* known : kFigures) {
-    if (stem == known) return absl::StrCat(known, "_median_us");
+  const std::string stem = ColumnStem(figure);
+  for (absl::string_view known : kColumnFigures) {
+    if (stem == ColumnStem(known)) return absl::StrCat(stem, "_median_us");
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "timing figure '", figure, "' must be one of ", kFigureNames));
+      "timing figure '", figure, "' must be one of ", FigureList()));
 }
 
 // ---- JSON ----
@@ -198,61 +206,26 @@ absl::Status ParseSamplesBlob(absl::string_view blob, pb::RepeatedField<double>*
 namespace {
 
 const v1::TimingStats& Figure(const v1::Timings& t, int i) {
-  switch (i) {
-    case 0:
-      return t.device();
-    case 1:
-      return t.cold();
-    case 2:
-      return t.warm();
-    case 3:
-      return t.call();
-    case 4:
-      return t.graph_hot();
-    default:
-      return t.graph_cold();
-  }
+  bool has = false;
+  return *FigureField(t, kColumnFigures[i], &has);
 }
 
 bool HasFigure(const v1::Timings& t, int i) {
-  switch (i) {
-    case 0:
-      return t.has_device();
-    case 1:
-      return t.has_cold();
-    case 2:
-      return t.has_warm();
-    case 3:
-      return t.has_call();
-    case 4:
-      return t.has_graph_hot();
-    default:
-      return t.has_graph_cold();
-  }
+  bool has = false;
+  FigureField(t, kColumnFigures[i], &has);
+  return has;
 }
 
 v1::TimingStats* MutableFigure(v1::Timings* t, int i) {
-  switch (i) {
-    case 0:
-      return t->mutable_device();
-    case 1:
-      return t->mutable_cold();
-    case 2:
-      return t->mutable_warm();
-    case 3:
-      return t->mutable_call();
-    case 4:
-      return t->mutable_graph_hot();
-    default:
-      return t->mutable_graph_cold();
-  }
+  return MutableFigureStats(t, kColumnFigures[i]);
 }
 
 }  // namespace
 
 std::string TimingColumns(absl::string_view prefix) {
   std::string out;
-  for (const char* f : kFigures) {
+  for (absl::string_view figure : kColumnFigures) {
+    const std::string f = ColumnStem(figure);
     absl::StrAppend(&out, prefix, f, "_median_us, ", prefix, f, "_min_us, ", prefix, f, "_p90_us, ",
                     prefix, f, "_spread, ", prefix, f, "_samples, ");
   }

@@ -68,8 +68,6 @@ std::string SamplesBlob(const google::protobuf::RepeatedField<double>& samples);
 absl::Status ParseSamplesBlob(absl::string_view blob, google::protobuf::RepeatedField<double>* out);
 
 // ---- shared column groups ----
-// The timing figures' names, as callers write them.
-inline constexpr char kFigureNames[] = "graph-cold, graph-hot, device, cold, warm, call";
 // The 34 columns of a Timings (5 per figure for six figures, first_call_us,
 // then the graph replays' call and set counts), each name prefixed with
 // `prefix` (e.g. "m.").
