@@ -1,7 +1,9 @@
 // Store: read-side queries: best kernels, search history, exemplars.
-// Ranking uses the partial indexes measurements_passed_<figure>
-// (problem_id, <figure>_median_us) WHERE verdict = 'passed'; the queries
-// repeat that literal condition so SQLite can use them.
+// The best of a problem is picked in C++ by proto/figures.h's rule (Beats)
+// over its ranking rows in measured order (measurements_history: problem_id,
+// measured_at); exemplars use the partial indexes measurements_passed_<figure>
+// (problem_id, <figure>_median_us) WHERE verdict = 'passed', whose literal
+// condition the queries repeat so SQLite can use them.
 #include <algorithm>
 #include <unordered_set>
 
@@ -94,26 +96,67 @@ absl::StatusOr<std::vector<Exemplar>> DistinctCandidates(Db& db, Stmt& stmt, int
   return out;
 }
 
+// The id of the best row of a statement selecting (id, verified, median by
+// the figure) of PASSED measurements in measured order, by proto/figures.h's
+// rule: the lowest median wins and of equal ones the first measured. With
+// `verified_first`, a verified row beats any unverified one; else only
+// verified rows are selected. nullopt when no row ranks.
+absl::StatusOr<std::optional<int64_t>> PickBest(Stmt& rows, bool verified_first) {
+  std::optional<int64_t> best[2];  // [verified]
+  double best_us[2] = {0, 0};
+  while (true) {
+    STORE_ASSIGN_OR_RETURN(bool row, rows.Step());
+    if (!row) break;
+    const int v = rows.Int(1) != 0 ? 1 : 0;
+    const double us = rows.IsNull(2) ? 0 : rows.Real(2);
+    if (Beats(us, best_us[v])) best[v] = rows.Int(0), best_us[v] = us;
+  }
+  if (best[1].has_value() || !verified_first) return best[1];
+  return best[0];
+}
+
+// The id of a problem's best verified PASSED measurement by the figure whose
+// median is `column`, or nullopt.
+absl::StatusOr<std::optional<int64_t>> BestVerifiedId(Db& db, int64_t problem_id,
+                                                      const std::string& column) {
+  STORE_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare(absl::StrCat("SELECT m.id, m.verified, m.", column,
+                                      " FROM measurements m WHERE m.problem_id = ? AND "
+                                      "m.verdict = 'passed' AND m.verified = 1 AND m.", column,
+                                      " IS NOT NULL ORDER BY m.measured_at, m.id")));
+  s.BindInt(problem_id);
+  return PickBest(s, /*verified_first=*/false);
+}
+
 // The measurement GetKernel attaches (see store.h), or nullopt.
 absl::StatusOr<std::optional<StoredMeasurement>> CandidateMeasurement(
     Db& db, const std::string& candidate_id, std::optional<int64_t> problem_id,
     const std::string& column, const std::optional<std::string>& job_id) {
   std::string where = absl::StrCat("WHERE m.candidate_id = ? AND m.verdict = 'passed' ",
                                    job_id.has_value() ? "AND m.job_id = ? " : "");
-  std::string sql =
-      problem_id.has_value()
-          ? absl::StrCat(MeasurementSelect(), where, "AND m.problem_id = ? AND m.", column,
-                         " IS NOT NULL ORDER BY m.verified DESC, m.", column, ", m.id LIMIT 1")
-          : absl::StrCat(MeasurementSelect(), where,
-                         "ORDER BY m.verified DESC, m.measured_at DESC, m.id DESC LIMIT 1");
-  STORE_ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
-  s.BindText(candidate_id);
-  if (job_id.has_value()) s.BindText(*job_id);
-  if (problem_id.has_value()) s.BindInt(*problem_id);
-  STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<StoredMeasurement>();
-  STORE_ASSIGN_OR_RETURN(StoredMeasurement m, ReadMeasurementRow(db, s, Detail::kFull));
-  return std::optional<StoredMeasurement>(std::move(m));
+  std::optional<int64_t> id;
+  if (problem_id.has_value()) {  // its best there, verified first
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db.Prepare(absl::StrCat("SELECT m.id, m.verified, m.", column,
+                                        " FROM measurements m ", where,
+                                        "AND m.problem_id = ? AND m.", column,
+                                        " IS NOT NULL ORDER BY m.measured_at, m.id")));
+    s.BindText(candidate_id);
+    if (job_id.has_value()) s.BindText(*job_id);
+    s.BindInt(*problem_id);
+    STORE_ASSIGN_OR_RETURN(id, PickBest(s, /*verified_first=*/true));
+  } else {  // its latest, verified first
+    STORE_ASSIGN_OR_RETURN(
+        Stmt s, db.Prepare(absl::StrCat(
+                    "SELECT m.id FROM measurements m ", where,
+                    "ORDER BY m.verified DESC, m.measured_at DESC, m.id DESC LIMIT 1")));
+    s.BindText(candidate_id);
+    if (job_id.has_value()) s.BindText(*job_id);
+    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) id = s.Int(0);
+  }
+  if (!id.has_value()) return std::optional<StoredMeasurement>();
+  return LoadMeasurement(db, *id, Detail::kFull);
 }
 
 absl::Status AttachCandidates(Db& db, std::vector<Exemplar>* exemplars) {
@@ -135,18 +178,12 @@ absl::StatusOr<std::optional<v1::Kernel>> Store::BestKernel(const v1::Problem& p
   STORE_ASSIGN_OR_RETURN(std::optional<int64_t> problem_id,
                          store_internal::FindProblemId(*db_, problem));
   if (!problem_id.has_value()) return std::optional<v1::Kernel>();
-  std::optional<StoredMeasurement> best;
-  {
-    STORE_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare(absl::StrCat(
-                    store_internal::MeasurementSelect(),
-                    "WHERE m.problem_id = ? AND m.verdict = 'passed' AND m.verified = 1 AND m.",
-                    column, " IS NOT NULL ORDER BY m.", column, ", m.id LIMIT 1")));
-    s.BindInt(*problem_id);
-    STORE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return std::optional<v1::Kernel>();
-    STORE_ASSIGN_OR_RETURN(best, store_internal::ReadMeasurementRow(*db_, s, Detail::kFull));
-  }
+  STORE_ASSIGN_OR_RETURN(std::optional<int64_t> best_id,
+                         store_internal::BestVerifiedId(*db_, *problem_id, column));
+  if (!best_id.has_value()) return std::optional<v1::Kernel>();
+  STORE_ASSIGN_OR_RETURN(std::optional<StoredMeasurement> best,
+                         store_internal::LoadMeasurement(*db_, *best_id, Detail::kFull));
+  if (!best.has_value()) return std::optional<v1::Kernel>();
   STORE_ASSIGN_OR_RETURN(v1::Kernel kernel, store_internal::MakeKernel(*db_, *std::move(best)));
   return std::optional<v1::Kernel>(std::move(kernel));
 }
@@ -157,22 +194,25 @@ absl::StatusOr<std::vector<v1::Kernel>> Store::ListBestKernels(const std::string
                                                                int limit) {
   STORE_ASSIGN_OR_RETURN(std::string column, store_internal::FigureColumn(figure));
   absl::MutexLock lock(&mu_);
-  std::vector<int64_t> best_ids;
+  std::vector<int64_t> problem_ids;
   {
     STORE_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare(absl::StrCat(
-                    "SELECT (SELECT m.id FROM measurements m WHERE m.problem_id = p.id AND "
-                    "m.verdict = 'passed' AND m.verified = 1 AND m.",
-                    column, " IS NOT NULL ORDER BY m.", column,
-                    ", m.id LIMIT 1) FROM problems p WHERE (?1 = '' OR p.gpu = ?1) AND "
-                    "(?2 = '' OR p.layout = ?2) ORDER BY p.gpu, p.arch, p.m, p.n, p.k, p.layout")));
+        Stmt s, db_->Prepare("SELECT p.id FROM problems p WHERE (?1 = '' OR p.gpu = ?1) AND "
+                             "(?2 = '' OR p.layout = ?2) ORDER BY p.gpu, p.arch, p.m, p.n, p.k, "
+                             "p.layout"));
     s.BindText(gpu).BindText(store_internal::LayoutText(layout));
-    const size_t max_rows = limit > 0 ? static_cast<size_t>(limit) : 100;
-    while (best_ids.size() < max_rows) {  // problems without a verified winner are NULL
+    while (true) {
       STORE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      if (!s.IsNull(0)) best_ids.push_back(s.Int(0));
+      problem_ids.push_back(s.Int(0));
     }
+  }
+  const size_t max_rows = limit > 0 ? static_cast<size_t>(limit) : 100;
+  std::vector<int64_t> best_ids;  // problems without a verified winner have none
+  for (size_t i = 0; i < problem_ids.size() && best_ids.size() < max_rows; ++i) {
+    STORE_ASSIGN_OR_RETURN(std::optional<int64_t> id,
+                           store_internal::BestVerifiedId(*db_, problem_ids[i], column));
+    if (id.has_value()) best_ids.push_back(*id);
   }
   std::vector<v1::Kernel> kernels;
   for (int64_t id : best_ids) {

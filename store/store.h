@@ -213,7 +213,8 @@ class Store {
 
   // Queries. figure: "graph-cold", "graph-hot", "device", "cold", "warm" or
   // "call" (Timings says what each measures).
-  // The fastest PASSED and verified measurement on the problem, with its
+  // The best PASSED and verified measurement on the problem by proto/figures.h's
+  // rule (Beats: the lowest median, of equal ones the first measured), with its
   // candidate and build (samples included); nullopt when there is none.
   absl::StatusOr<std::optional<v1::Kernel>> BestKernel(const v1::Problem& problem,
                                                        const std::string& figure);
@@ -221,11 +222,11 @@ class Store {
   // any), ordered by gpu, arch, M, N, K, layout. limit <= 0 means 100.
   absl::StatusOr<std::vector<v1::Kernel>> ListBestKernels(const std::string& gpu, v1::Layout layout,
                                                           const std::string& figure, int limit);
-  // A candidate with its build and one measurement: its fastest PASSED one on
-  // `problem` (verified first), or without a problem its latest verified
-  // PASSED one (else latest PASSED); with `job_id`, only that job's
-  // measurements count. NotFound for an unknown candidate; the measurement is
-  // left empty when none matches.
+  // A candidate with its build and one measurement: its best PASSED one on
+  // `problem` by the same rule (verified first), or without a problem its
+  // latest verified PASSED one (else latest PASSED); with `job_id`, only that
+  // job's measurements count. NotFound for an unknown candidate; the
+  // measurement is left empty when none matches.
   absl::StatusOr<v1::Kernel> GetKernel(const std::string& candidate_id,
                                        const std::optional<v1::Problem>& problem,
                                        const std::string& figure = "device",
