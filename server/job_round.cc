@@ -33,10 +33,12 @@ std::string CublasVersion(const v1::RunnerInfo& info) {
 // this run (on another thread: the evaluator may build while it measures).
 // Before the GPU is known, a round is one proposal on one problem (the probe).
 absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
-  const auto propose = [this](int i, int n) {
+  const auto propose = [this](int i, int n) -> absl::StatusOr<std::vector<Proposal>> {
     const auto asked_at = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<Proposal>> got = options_.proposers[i]->Propose(View(i), n);
     coordinator_.proposer_seconds += Since(asked_at);
+    const absl::Status kept = KeepRecords();  // even of a failed call: what it made before
+    if (got.ok() && !kept.ok()) return kept;
     return got;
   };
   if (absl::Status st = scheduler_.Refill(propose, usage_, final_phase_); !st.ok()) return st;
@@ -306,8 +308,7 @@ absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtA
     if (absl::Status st = Checkpoint(); !st.ok()) return st;
   }
   Release(round);
-  ObserveAll(round);
-  return absl::OkStatus();
+  return ObserveAll(round);
 }
 
 // Forgets a round's in-flight bookkeeping (picked, not yet observed).

@@ -33,6 +33,7 @@ JobRun::JobRun(std::string job_id, v1::OptimizeKernelRequest request, JobRunOpti
   callbacks_.push_back(
       MakeCrossCheckCallback(*options_.store, options_.cross_check_tolerance, options_.quarantine_after));
   callbacks_.push_back(MakeStoreCallback(*options_.store));
+  callbacks_.push_back(MakeExchangeCallback(*options_.store));
   callbacks_.push_back(MakeRewardCallback(*options_.store));
   callbacks_.push_back(MakeProgressCallback([this](JobEvent e) { Emitted(std::move(e)); }));
   usage_.resize(options_.proposers.size());
@@ -92,14 +93,14 @@ absl::StatusOr<v1::JobState> JobRun::Loop() {
     }
     if (absl::Status st = MeasureRound(round); !st.ok()) return Interrupted(st);
   }
-  StopRounds(std::move(next));
+  if (absl::Status st = StopRounds(std::move(next)); !st.ok()) return st;
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
 // A round picked and built but not measured when the job stops: its
 // proposals are skipped (the build cache keeps what was built).
-void JobRun::StopRounds(std::optional<Round> next) {
-  if (!next) return;
+absl::Status JobRun::StopRounds(std::optional<Round> next) {
+  if (!next) return absl::OkStatus();
   (void)FinishBuilds(*next);
   std::vector<Observation> unmeasured;
   for (Observation& o : next->obs) {
@@ -109,7 +110,7 @@ void JobRun::StopRounds(std::optional<Round> next) {
     unmeasured.push_back(std::move(o));
   }
   Release(unmeasured);
-  ObserveAll(unmeasured);
+  return ObserveAll(unmeasured);
 }
 
 absl::Status JobRun::Init() {
@@ -161,6 +162,7 @@ SearchView JobRun::View(int proposer) {
   view.budget_seconds = budget_.RunSeconds();
   view.final_phase = final_phase_;
   view.history = &history_;
+  view.records = &records_;
   view.note = [this, name = options_.proposers[proposer]->name()](const std::string& line) {
     Emit(JobEventKind::kLog, line, -1, name);
   };
@@ -195,8 +197,7 @@ absl::Status JobRun::FinalPhase() {
     o.reason = "the job's budget is spent";
     skipped.push_back(std::move(o));
   }
-  if (!skipped.empty()) ObserveAll(skipped);
-  return absl::OkStatus();
+  return skipped.empty() ? absl::OkStatus() : ObserveAll(skipped);
 }
 
 // Adds this run's spend since the last checkpoint to the job and stores each
@@ -211,12 +212,31 @@ absl::Status JobRun::Checkpoint() {
   return absl::OkStatus();
 }
 
-void JobRun::ObserveAll(std::vector<Observation>& round) {
+absl::Status JobRun::ObserveAll(std::vector<Observation>& round) {
   std::map<int, std::vector<Observation>> by;
   for (Observation& o : round) by[ProposerIndex(o)].push_back(std::move(o));
   const auto told_at = std::chrono::steady_clock::now();
   for (auto& [i, obs] : by) options_.proposers[i]->Observe(View(i), obs);
   coordinator_.proposer_seconds += Since(told_at);
+  return KeepRecords();
+}
+
+// Hands what the proposers asked to keep (SearchView::records) to the
+// measure callbacks, as a round with no observations.
+absl::Status JobRun::KeepRecords() {
+  if (records_.empty()) return absl::OkStatus();
+  std::vector<Observation> none;
+  MeasuredRound mr;
+  mr.job_id = job_id_;
+  mr.figure = request_.reward_figure();
+  mr.problems = &ledger_.views();
+  mr.observations = &none;
+  mr.records = std::move(records_);
+  records_.clear();
+  for (const auto& cb : callbacks_) {
+    if (absl::Status st = cb->Apply(mr); !st.ok()) return st;
+  }
+  return absl::OkStatus();
 }
 
 CoordinatorTime JobRun::Coordinator() const {

@@ -73,7 +73,7 @@ class JobRun {
   absl::Status Init();
   absl::Status SetKeys(const v1::RunnerInfo& device);
   absl::StatusOr<v1::JobState> Loop();
-  void StopRounds(std::optional<Round> next);
+  absl::Status StopRounds(std::optional<Round> next);
   // A call the job's own stop or cancel interrupted ends the run as such;
   // anything else is Anvil failing.
   absl::StatusOr<v1::JobState> Interrupted(const absl::Status& status);
@@ -87,7 +87,9 @@ class JobRun {
   bool BudgetSpent();
   absl::Status FinalPhase();
   absl::Status Checkpoint();
-  void ObserveAll(std::vector<Observation>& round);
+  absl::Status ObserveAll(std::vector<Observation>& round);
+  // Hands SearchView::records to the measure callbacks.
+  absl::Status KeepRecords();
   void Emit(JobEventKind kind, std::string message, int problem = -1, std::string proposer = "");
   void Emitted(JobEvent e);
   CoordinatorTime Coordinator() const;
@@ -109,6 +111,7 @@ class JobRun {
   JobRunOptions options_;
   StoreHistory history_;
   std::vector<std::unique_ptr<MeasureCallback>> callbacks_;
+  std::vector<ProposerRecord> records_;     // what the proposers asked to keep (SearchView::records)
   ProblemLedger ledger_;
   FairScheduler scheduler_;
   JobBudget budget_;

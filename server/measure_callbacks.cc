@@ -1,5 +1,7 @@
 #include "server/measure_callbacks.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "proto/problem.h"
@@ -123,15 +125,20 @@ class RewardCallback : public MeasureCallback {
 
   absl::Status Apply(MeasuredRound& round) override {
     for (Observation& o : *round.observations) {
+      o.rewards.clear();
+      o.reward_kinds.clear();
       if (o.outcome == Outcome::kBuildFailed && o.build) {
-        if (absl::Status st = Put(round, o, BuildFailureReward(*o.build), 0, nullptr); !st.ok()) return st;
+        const RewardValue r = BuildFailureReward(*o.build);
+        o.rewards.push_back(r.value);
+        o.reward_kinds.push_back(r.kind);
+        if (absl::Status st = Put(round, o, r, 0, nullptr); !st.ok()) return st;
         continue;
       }
-      o.rewards.clear();
       for (size_t j = 0; j < o.measurements.size(); ++j) {
         absl::StatusOr<RewardValue> r = ComputeReward(o.measurements[j], round.figure);
         if (!r.ok()) return r.status();
         o.rewards.push_back(r->value);
+        o.reward_kinds.push_back(r->kind);
         const int64_t id = j < o.measurement_ids.size() ? o.measurement_ids[j] : 0;
         if (absl::Status st = Put(round, o, *r, id, &o.measurements[j].problem()); !st.ok()) return st;
       }
@@ -156,6 +163,32 @@ class RewardCallback : public MeasureCallback {
   }
 
   Store& store_;
+};
+
+class ExchangeCallback : public MeasureCallback {
+ public:
+  explicit ExchangeCallback(Store& store) : store_(store) {}
+
+  absl::Status Apply(MeasuredRound& round) override {
+    for (const ProposerRecord& r : round.records) {
+      if (r.exchange.has_value()) {
+        absl::StatusOr<int64_t> id = store_.PutLlmExchange(*r.exchange);
+        if (!id.ok()) return id.status();
+        ids_[r.exchange_key] = *id;
+        continue;
+      }
+      auto it = ids_.find(r.exchange_key);
+      if (it == ids_.end()) continue;  // its exchange was not kept
+      if (absl::Status st = store_.SetLlmSampleOutcome(it->second, r.sample_index, r.outcome); !st.ok()) {
+        return st;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Store& store_;
+  std::map<int64_t, int64_t> ids_;  // exchange key -> store id
 };
 
 class ProgressCallback : public MeasureCallback {
@@ -218,6 +251,9 @@ std::unique_ptr<MeasureCallback> MakeCrossCheckCallback(Store& store, double tol
 }
 std::unique_ptr<MeasureCallback> MakeStoreCallback(Store& store) {
   return std::make_unique<StoreCallback>(store);
+}
+std::unique_ptr<MeasureCallback> MakeExchangeCallback(Store& store) {
+  return std::make_unique<ExchangeCallback>(store);
 }
 std::unique_ptr<MeasureCallback> MakeRewardCallback(Store& store) {
   return std::make_unique<RewardCallback>(store);

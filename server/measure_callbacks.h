@@ -8,10 +8,14 @@
 //   StoreCallback     the store: candidates, builds, measurements, verified
 //                     marks (not of disputed re-checks), tuned cuBLASLt
 //                     choices (the only writer)
+//   ExchangeCallback  the proposers' records (MeasuredRound::records): LLM
+//                     exchanges with their samples, and the samples' outcomes
 //   RewardCallback    reward/: each measurement's reward by the job's figure,
 //                     stored and handed to the proposers in Observation::rewards
 //   ProgressCallback  progress events (JobEvent) to the job's watchers
 // (the embedded proposer's cost model observes through Proposer::Observe).
+// What a proposer hands over in SearchView::records comes as a round of its
+// own (no observations) when the proposer's call returns.
 // Thread-compatible: a callback list belongs to one job.
 #ifndef ANVIL_SERVER_MEASURE_CALLBACKS_H_
 #define ANVIL_SERVER_MEASURE_CALLBACKS_H_
@@ -36,6 +40,7 @@ struct MeasuredRound {
   const std::vector<ProblemView>* problems = nullptr;  // the job's problems (keys set)
   std::vector<Observation>* observations = nullptr;
   std::vector<v1::LtAlgo> tuned;                 // new cuBLASLt choices from the round
+  std::vector<ProposerRecord> records;           // what the proposers asked to keep, in order
 };
 
 class MeasureCallback {
@@ -57,7 +62,13 @@ std::unique_ptr<MeasureCallback> MakeCrossCheckCallback(Store& store, double tol
 // passed re-check that is not disputed, and the tuned cuBLASLt choices.
 // REQUIRES: store outlives it.
 std::unique_ptr<MeasureCallback> MakeStoreCallback(Store& store);
-// Computes each measurement's reward (Observation::rewards) and stores it.
+// Keeps the round's proposer records: each exchange with its samples
+// (Store::PutLlmExchange), then its samples' outcomes
+// (Store::SetLlmSampleOutcome); an outcome of an exchange it did not keep is
+// dropped. REQUIRES: store outlives it; one per job run (keys are a run's).
+std::unique_ptr<MeasureCallback> MakeExchangeCallback(Store& store);
+// Computes each measurement's reward, and a failed build's
+// (Observation::rewards, reward_kinds), and stores it.
 std::unique_ptr<MeasureCallback> MakeRewardCallback(Store& store);
 // Emits a kMeasured event per measurement (and kNewBest when a problem's best
 // improves) through `emit`.

@@ -20,7 +20,10 @@
 //   a proposer may still propose re-checks (Proposal::recheck) of what it
 //   means to report, which the coordinator measures regardless of the budget.
 //   Anything else it proposes then is skipped.
-// - A proposer never writes the store; it reads history through the view.
+// - A proposer never writes the store; it reads history through the view,
+//   and what it wants kept (a language-model exchange) it hands to the
+//   coordinator there (SearchView::records), which keeps it through its
+//   measure callbacks when the call returns.
 //
 // Thread-safety: a proposer is called from its job's thread only (one call
 // at a time); it need not be thread-safe.
@@ -70,6 +73,18 @@ struct ProblemView {
   bool active = true;        // false once its budget is spent (candidates, plateau, target)
 };
 
+// What a proposer asks the coordinator to keep: a language-model exchange it
+// made (`exchange` set, its samples included) or, later, the outcome of one
+// of that exchange's samples (reward, advantage, kind). `exchange_key` is the
+// proposer's own name for the exchange, unique within its run; the
+// coordinator maps it to the store's id.
+struct ProposerRecord {
+  int64_t exchange_key = 0;
+  std::optional<LlmExchange> exchange;
+  int sample_index = 0;  // without `exchange`: the sample `outcome` settles
+  LlmSample outcome;
+};
+
 // What a proposer sees when asked. Valid for the duration of the call.
 struct SearchView {
   std::string job_id;
@@ -84,6 +99,9 @@ struct SearchView {
   // changes and other notes for a person. Set by the job; may be empty
   // where a view is made by hand (tests).
   std::function<void(const std::string&)> note;
+  // Where the proposer appends what it asks to be kept, in the order made;
+  // null: nothing is kept.
+  std::vector<ProposerRecord>* records = nullptr;
 };
 
 // A candidate and the problems to measure it on (compile once, measure many).
@@ -116,7 +134,10 @@ struct Observation {
   std::vector<int> measured_on;                // problem indices actually measured, in order
   std::vector<v1::Measurement> measurements;   // [j] answers measured_on[j]
   std::vector<int64_t> measurement_ids;        // [j]: store ids
-  std::vector<double> rewards;                 // [j]: reward/ values by the job's figure
+  // [j]: reward/ values by the job's figure and their kinds ("speedup" or
+  // the failure's); a failed build has one, the candidate's.
+  std::vector<double> rewards;
+  std::vector<std::string> reward_kinds;
   // [j], re-checks only: why its figure is not believed ("" when it is): it
   // disagrees with other GPUs' figures of the candidate and agrees with none.
   std::vector<std::string> disputes;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/problem.h"
 #include "server/history.h"
+#include "server/measure_callbacks.h"
 #include "server/proposers/llm/llm_proposer.h"
 
 #ifndef ANVIL_SOURCE_DIR
@@ -114,10 +115,8 @@ TEST_F(LlamaServerTest, GarbageKernelsGetClearVerdictsAndEveryExchangeIsStored) 
   std::unique_ptr<Store> store = std::move(*Store::Open(db));
   ASSERT_TRUE(store->CreateJob("job-llama", v1::OptimizeKernelRequest()).ok());
   std::unique_ptr<llm::Client> client = std::move(*llm::Client::Create(Options()));
-  StoreLlmRecorder recorder(*store);
   LlmProposerOptions lo;
   lo.client = client.get();
-  lo.recorder = &recorder;
   lo.prompts_dir = std::string(ANVIL_SOURCE_DIR) + "/prompts";
   lo.give_up_after = 2;
   std::unique_ptr<LlmProposer> proposer = std::move(*LlmProposer::Create(lo));
@@ -126,12 +125,17 @@ TEST_F(LlamaServerTest, GarbageKernelsGetClearVerdictsAndEveryExchangeIsStored) 
   view.job_id = "job-llama";
   view.figure = "device";
   view.history = &history;
+  std::vector<ProposerRecord> records;  // kept as the coordinator keeps them
+  view.records = &records;
   ProblemView p;
   p.problem = MakeProblem("H100-SXM5-80GB", "sm_90a", MakeShape(4096, 4096, 4096), v1::LAYOUT_NT);
   p.name = "4096x4096x4096 nt";
   view.problems = {p};
   absl::StatusOr<std::vector<Proposal>> props = proposer->Propose(view, 8);
   ASSERT_TRUE(props.ok()) << props.status();
+  std::vector<Observation> none;
+  MeasuredRound round{"job-llama", "device", &view.problems, &none, {}, std::move(records)};
+  ASSERT_TRUE(MakeExchangeCallback(*store)->Apply(round).ok());
   absl::StatusOr<std::vector<LlmExchange>> ex = store->ListLlmExchanges("job-llama");
   ASSERT_TRUE(ex.ok());
   ASSERT_GE(ex->size(), 1u);

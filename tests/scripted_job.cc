@@ -11,19 +11,17 @@
 namespace anvil::testing {
 namespace {
 
-JobServiceOptions Options(Store& store, CandidateEvaluator& evaluator, llm::Client& client,
-                          LlmRecorder& recorder) {
+JobServiceOptions Options(Store& store, CandidateEvaluator& evaluator, llm::Client& client) {
   JobServiceOptions o;
   o.store = &store;
   o.evaluator = &evaluator;
   o.default_figure = "device";
   o.build_chunk = 8;
   o.share_policy = [] { return MakeBanditSharePolicy(); };
-  o.proposers = [&client, &recorder](const v1::OptimizeKernelRequest&)
+  o.proposers = [&client](const v1::OptimizeKernelRequest&)
       -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
     LlmProposerOptions lo;
     lo.client = &client;
-    lo.recorder = &recorder;
     lo.prompts_dir = DefaultPromptsDir(deploy::ExecutableDir());
     lo.samples_per_prompt = 5;  // every scripted choice (FirstTurnChoices)
     // Repairs queue (first in, first out) and alternate with new prompts; the
@@ -65,9 +63,8 @@ absl::StatusOr<ScriptedJobOutcome> RunScriptedJob(Store& store, CandidateEvaluat
   co.model = "scripted-kernels";
   absl::StatusOr<std::unique_ptr<llm::Client>> client = llm::Client::Create(co);
   if (!client.ok()) return client.status();
-  StoreLlmRecorder recorder(store);
   absl::StatusOr<std::unique_ptr<JobService>> service =
-      JobService::Create(Options(store, evaluator, **client, recorder));
+      JobService::Create(Options(store, evaluator, **client));
   if (!service.ok()) return service.status();
   v1::OptimizeKernelRequest req;
   for (const v1::Shape& s : shapes) {

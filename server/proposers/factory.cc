@@ -72,7 +72,7 @@ ProposerSet MakeProposerSet(ProposerSetupOptions options) {
     std::vector<std::unique_ptr<Proposer>> out;
     if (names->embedded) out.push_back(Embedded(*o, request));
     if (names->llm) {
-      absl::StatusOr<std::unique_ptr<Proposer>> llm = LlmProposerFromConfig(o->llm_config, *o->store, o->prompts_dir);
+      absl::StatusOr<std::unique_ptr<Proposer>> llm = LlmProposerFromConfig(o->llm_config, o->prompts_dir);
       if (!llm.ok()) return llm.status();
       out.push_back(*std::move(llm));
     }

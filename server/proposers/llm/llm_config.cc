@@ -9,7 +9,7 @@
 
 namespace anvil {
 
-absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::string& path, Store& store,
+absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::string& path,
                                                                 const std::string& prompts_dir) {
   std::ifstream in(path);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read the LLM configuration ", path));
@@ -26,7 +26,6 @@ absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::strin
   if (!client.ok()) return client.status();
   LlmProposerOptions o;
   o.owned_client = std::move(*client);
-  o.owned_recorder = std::make_shared<StoreLlmRecorder>(store);
   o.prompts_dir = prompts_dir;
   const nlohmann::json p = j.value("proposer", nlohmann::json::object());
   for (const auto& [key, value] : p.items()) {

@@ -123,7 +123,6 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
   co.seed = 1;
   co.usd_per_prompt_token = 1e-6;
   std::unique_ptr<llm::Client> client = std::move(*llm::Client::Create(co));
-  StoreLlmRecorder recorder(*store_);
   KnobTimedEvaluator evaluator;
   JobServiceOptions o;
   o.store = store_.get();
@@ -134,7 +133,6 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
   o.proposers = [&](const v1::OptimizeKernelRequest&) -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
     LlmProposerOptions lo;
     lo.client = client.get();
-    lo.recorder = &recorder;
     lo.prompts_dir = std::string(ANVIL_SOURCE_DIR) + "/prompts";
     lo.max_prompts = 10;
     absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);

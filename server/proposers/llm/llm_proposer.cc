@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "prompts/prompts.h"
 #include "proto/candidate.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -23,9 +24,8 @@ std::string VerdictWord(v1::Verdict v) {
 }  // namespace
 
 struct LlmProposer::Sample {
-  int64_t exchange_id = 0;
   int index = 0;
-  int group = 0;
+  int group = 0;                          // also its exchange's key (ProposerRecord)
   int problem = 0;
   int depth = 0;                          // repair turns before this sample
   std::string system;
@@ -49,7 +49,6 @@ struct LlmProposer::Repair {
 
 absl::StatusOr<std::unique_ptr<LlmProposer>> LlmProposer::Create(LlmProposerOptions options) {
   if (options.client == nullptr) options.client = options.owned_client.get();
-  if (options.recorder == nullptr) options.recorder = options.owned_recorder.get();
   if (options.client == nullptr) return absl::InvalidArgumentError("the LLM proposer needs a client");
   if (options.samples_per_prompt < 1) return absl::InvalidArgumentError("samples_per_prompt must be >= 1");
   absl::StatusOr<PromptBuilder> builder = PromptBuilder::Load(options.prompts_dir);
@@ -70,6 +69,19 @@ LlmProposer::LlmProposer(LlmProposerOptions options, PromptBuilder builder, std:
 LlmProposer::~LlmProposer() = default;
 
 absl::StatusOr<std::vector<Proposal>> LlmProposer::Propose(const SearchView& view, int n) {
+  absl::StatusOr<std::vector<Proposal>> out = ProposeNow(view, n);
+  HandOver(view);  // even after a failure: the exchanges made before it
+  return out;
+}
+
+void LlmProposer::HandOver(const SearchView& view) {
+  if (view.records != nullptr) {
+    for (ProposerRecord& r : to_keep_) view.records->push_back(std::move(r));
+  }
+  to_keep_.clear();
+}
+
+absl::StatusOr<std::vector<Proposal>> LlmProposer::ProposeNow(const SearchView& view, int n) {
   if (view.final_phase) return Rechecks(view);
   std::vector<Proposal> out;
   while (out.empty() && barren_ < options_.give_up_after &&
@@ -201,12 +213,11 @@ absl::Status LlmProposer::Ask(const SearchView& view, int problem, int recipe, c
   e.recipe = recipe_name;
   const int group = static_cast<int>(groups_.size());
   groups_.push_back({recipe, {}, false});
-  const size_t first = out.size();
   for (size_t i = 0; i < result->choices.size(); ++i) {
     const std::string& text = result->choices[i].text;
     Extraction x = extractor_.Extract(text);
     LlmSample rec{0, int(i), text, "", "proposed", "", std::nullopt, std::nullopt, ""};
-    Sample s{0, int(i), group, problem, depth, system, messages, 0, std::nullopt, "", false};
+    Sample s{int(i), group, problem, depth, system, messages, 0, std::nullopt, "", false};
     s.conversation.push_back({"assistant", text});
     for (const ExtractedKernel& k : x.kernels) {
       out.push_back(MakeProposal(view, problem, recipe_name, parent, k.source));
@@ -226,14 +237,7 @@ absl::Status LlmProposer::Ask(const SearchView& view, int problem, int recipe, c
     groups_[group].samples.push_back(static_cast<int>(samples_.size()));
     samples_.push_back(std::move(s));
   }
-  if (options_.recorder != nullptr) {
-    absl::StatusOr<int64_t> id = options_.recorder->PutExchange(e);
-    if (!id.ok()) {
-      out.resize(first);  // nothing goes out that was not recorded
-      return id.status();
-    }
-    for (int s : groups_[group].samples) samples_[s].exchange_id = *id;
-  }
+  to_keep_.push_back({group, std::move(e), 0, {}});
   CloseGroup(group);
   return absl::OkStatus();
 }
@@ -256,43 +260,51 @@ std::vector<Proposal> LlmProposer::Rechecks(const SearchView& view) {
 }
 
 void LlmProposer::Observe(const SearchView& view, std::span<const Observation> results) {
-  for (const Observation& o : results) {
-    if (o.proposal.recheck) continue;
-    auto it = sample_of_.find(o.proposal.candidate.id());
-    if (it == sample_of_.end()) continue;
-    const int sample = it->second;
-    if (o.outcome == Outcome::kBuildFailed && o.build.has_value()) {
-      RewardValue r = BuildFailureReward(*o.build);
-      Settle(sample, r.value, r.kind);
-      MaybeRepair(o, sample);
-      continue;
-    }
-    if (o.outcome != Outcome::kMeasured || o.measurements.empty()) {
+  for (const Observation& o : results) ObserveOne(view, o);
+  HandOver(view);
+}
+
+// A sample's kernel: its reward from the coordinator's reward callback
+// (Observation::rewards), clipped, and the problems' bests it sets.
+void LlmProposer::ObserveOne(const SearchView& view, const Observation& o) {
+  if (o.proposal.recheck) return;
+  auto it = sample_of_.find(o.proposal.candidate.id());
+  if (it == sample_of_.end()) return;
+  const int sample = it->second;
+  const size_t scored = std::min(o.rewards.size(), o.reward_kinds.size());
+  if (o.outcome == Outcome::kBuildFailed && o.build.has_value()) {
+    if (scored > 0) {
+      Settle(sample, o.rewards[0], o.reward_kinds[0]);
+    } else {
       Settle(sample, std::nan(""), "skipped");
-      continue;
     }
-    std::vector<double> rewards;
-    std::string kind;
-    for (size_t j = 0; j < o.measurements.size(); ++j) {
-      const v1::Measurement& m = o.measurements[j];
-      absl::StatusOr<RewardValue> r = ComputeReward(m, view.figure);
-      if (!r.ok()) continue;
-      rewards.push_back(ClippedReward(*r, options_.clip));
-      if (kind.empty() || r->kind != "speedup") kind = r->kind;
-      const double us = FigureUs(m.timings(), view.figure);
-      const int problem = o.measured_on[j];
-      if (m.verdict() == v1::VERDICT_PASSED && us > 0 &&
-          (!best_.count(problem) || us < best_[problem].first)) {
-        best_[problem] = {us, o.proposal.candidate};
-      }
-    }
-    if (rewards.empty()) {
-      Settle(sample, std::nan(""), "skipped");
-      continue;
-    }
-    Settle(sample, SampleReward(rewards), kind);
     MaybeRepair(o, sample);
+    return;
   }
+  if (o.outcome != Outcome::kMeasured || o.measurements.empty()) {
+    Settle(sample, std::nan(""), "skipped");
+    return;
+  }
+  std::vector<double> rewards;
+  std::string kind;
+  for (size_t j = 0; j < o.measurements.size(); ++j) {
+    const v1::Measurement& m = o.measurements[j];
+    const int problem = o.measured_on[j];
+    const double us = RankingUs(m, view.figure);
+    if (Beats(us, best_.count(problem) ? best_[problem].first : 0)) {
+      best_[problem] = {us, o.proposal.candidate};
+    }
+    if (j >= scored) continue;
+    const RewardValue r{o.rewards[j], o.reward_kinds[j]};
+    rewards.push_back(ClippedReward(r, options_.clip));
+    if (kind.empty() || r.kind != "speedup") kind = r.kind;
+  }
+  if (rewards.empty()) {
+    Settle(sample, std::nan(""), "skipped");
+    return;
+  }
+  Settle(sample, SampleReward(rewards), kind);
+  MaybeRepair(o, sample);
 }
 
 void LlmProposer::Settle(int sample, double reward, const std::string& kind) {
@@ -323,12 +335,11 @@ void LlmProposer::CloseGroup(int group) {
   for (size_t i = 0; i < scored.size(); ++i) {
     const Sample& s = samples_[scored[i]];
     payoff = std::max(payoff, RewardPayoff(*s.best, s.kind == "speedup"));
-    if (options_.recorder == nullptr || s.exchange_id == 0) continue;
     LlmSample outcome;
     outcome.reward = s.best;
     outcome.advantage = adv[i];
     outcome.reward_kind = s.kind;
-    options_.recorder->SetSampleOutcome(s.exchange_id, s.index, outcome).IgnoreError();
+    to_keep_.push_back({s.group, std::nullopt, s.index, std::move(outcome)});
   }
   if (g.recipe >= 0) bandit_.Update(g.recipe, payoff);
 }

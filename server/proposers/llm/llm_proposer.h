@@ -4,17 +4,20 @@
 // Propose: picks a problem (the active one it has prompted least) and a
 // context recipe (a UCB1 bandit over "contrast", "neighbours", "best",
 // paid by the best sample of each prompt), builds the prompt
-// (prompt_builder.h), asks the client for n samples, records the exchange,
-// and extracts kernels (extract.h: ABI and source policy checked, duplicates
-// dropped) as proposals measured on the problem and its nearest neighbours.
+// (prompt_builder.h), asks the client for n samples, hands the exchange to
+// the coordinator to keep (SearchView::records), and extracts kernels
+// (extract.h: ABI and source policy checked, duplicates dropped) as
+// proposals measured on the problem and its nearest neighbours.
 // Pending repairs and new prompts take turns: a candidate that did not compile or was
 // incorrect gets up to max_repairs follow-up turns in its own conversation,
 // with the trimmed compiler output or the verdict and reason.
 //
 // Observe: each sample's reward is its clipped log2 speedup by the job's
 // figure (mean over the problems it was measured on, best of its kernels),
-// or a fixed negative reward by failure kind (reward/); once every sample of
-// a prompt has one, their GRPO advantages are computed and recorded.
+// or a fixed negative reward by failure kind, as the coordinator's reward
+// callback computed them (Observation::rewards); once every sample of a
+// prompt has one, their GRPO advantages are computed and handed over to keep
+// with the exchange. The proposer writes nothing itself.
 // Design and the stored format: LLM_PROPOSER.md.
 //
 // Thread-compatible (the coordinator calls it from one job thread).
@@ -33,37 +36,12 @@
 #include "server/proposer.h"
 #include "server/proposers/llm/extract.h"
 #include "server/proposers/llm/prompt_builder.h"
-#include "store/store.h"
 
 namespace anvil {
 
-// Where exchanges and sample outcomes go (the coordinator's store).
-class LlmRecorder {
- public:
-  virtual ~LlmRecorder() = default;
-  virtual absl::StatusOr<int64_t> PutExchange(const LlmExchange& exchange) = 0;
-  virtual absl::Status SetSampleOutcome(int64_t exchange_id, int sample_index,
-                                        const LlmSample& outcome) = 0;
-};
-
-// The real one. REQUIRES: store outlives it.
-class StoreLlmRecorder : public LlmRecorder {
- public:
-  explicit StoreLlmRecorder(Store& store) : store_(store) {}
-  absl::StatusOr<int64_t> PutExchange(const LlmExchange& e) override { return store_.PutLlmExchange(e); }
-  absl::Status SetSampleOutcome(int64_t id, int i, const LlmSample& o) override {
-    return store_.SetLlmSampleOutcome(id, i, o);
-  }
-
- private:
-  Store& store_;
-};
-
 struct LlmProposerOptions {
   llm::Client* client = nullptr;    // REQUIRES: non-null (or owned_client), outlives the proposer
-  LlmRecorder* recorder = nullptr;  // null (and no owned_recorder): exchanges are not kept
   std::shared_ptr<llm::Client> owned_client;     // used when client is null
-  std::shared_ptr<LlmRecorder> owned_recorder;   // used when recorder is null
   std::string prompts_dir;          // REQUIRES: the prompts/ templates and VERSION
   int samples_per_prompt = 4;       // n of each exchange
   int exemplars = 2;                // fastest and slowest variants per contrastive prompt
@@ -83,8 +61,8 @@ struct LlmProposerOptions {
 //   {"client": {<llm/LLM.md keys>},
 //    "proposer": {"samples_per_prompt": 4, "exemplars": 2, "neighbours": 2,
 //                 "max_repairs": 2, "max_prompts": 0}}
-// recording into `store`. InvalidArgument for a bad file or key.
-absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::string& path, Store& store,
+// InvalidArgument for a bad file or key.
+absl::StatusOr<std::unique_ptr<Proposer>> LlmProposerFromConfig(const std::string& path,
                                                                 const std::string& prompts_dir);
 
 class LlmProposer : public Proposer {
@@ -106,7 +84,12 @@ class LlmProposer : public Proposer {
   struct Repair;
   LlmProposer(LlmProposerOptions options, PromptBuilder builder, std::string version);
 
-  // One exchange: sends `messages`, records it, turns answers into proposals.
+  absl::StatusOr<std::vector<Proposal>> ProposeNow(const SearchView& view, int n);
+  void ObserveOne(const SearchView& view, const Observation& o);
+  // Moves what is to be kept into view.records (dropped when it is null).
+  void HandOver(const SearchView& view);
+  // One exchange: sends `messages`, queues it to be kept, turns answers into
+  // proposals.
   absl::Status Ask(const SearchView& view, int problem, int recipe, const std::string& system,
                    std::vector<llm::Message> messages, int n, const std::string& parent,
                    int depth, std::vector<Proposal>& out);
@@ -130,7 +113,8 @@ class LlmProposer : public Proposer {
   std::vector<Repair> repairs_;
   std::map<std::string, int> sample_of_;     // candidate id -> sample
   std::map<int, int> prompted_;              // problem -> prompts
-  std::map<int, std::pair<double, v1::Candidate>> best_;  // problem -> our fastest (us)
+  std::map<int, std::pair<double, v1::Candidate>> best_;  // problem -> our best (RankingUs)
+  std::vector<ProposerRecord> to_keep_;      // exchanges and outcomes not yet handed over
   std::map<int, bool> rechecked_;
   int prompts_ = 0;
   int barren_ = 0;  // prompts in a row without a kernel
