@@ -98,9 +98,9 @@ absl::StatusOr<std::vector<Exemplar>> DistinctCandidates(Db& db, Stmt& stmt, int
 
 // The id of the best row of a statement selecting (id, verified, median by
 // the figure) of PASSED measurements in measured order, by proto/figures.h's
-// rule: the lowest median wins and of equal ones the first measured. With
-// `verified_first`, a verified row beats any unverified one; else only
-// verified rows are selected. nullopt when no row ranks.
+// rule: the lowest median wins and of equal ones the first measured. Only a
+// verified row wins, or with `verified_first` the best unverified one when
+// no row is verified. nullopt when no row ranks.
 absl::StatusOr<std::optional<int64_t>> PickBest(Stmt& rows, bool verified_first) {
   std::optional<int64_t> best[2];  // [verified]
   double best_us[2] = {0, 0};
