@@ -15,8 +15,10 @@ APT_PACKAGES=(
   chromium python3-html5lib python3-websocket
 )
 CUTLASS_VERSION=4.2.0.0   # nvidia-cutlass wheel: CUTLASS/CuTe headers
-# PyYAML for deploy_test (the Kubernetes manifests), into the python3 on PATH.
+# Into the python3 on PATH: PyYAML for deploy_test (the Kubernetes manifests),
+# lizard for source_limits_test (its function lengths are the limit's measure).
 python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
+python3 -c "import lizard" 2>/dev/null || python3 -m pip install -q lizard==1.24.3
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 missing=()
