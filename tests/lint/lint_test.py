@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """The lint checks on small trees made to break them: each offender is named,
 nothing else is, and what is exempt stays exempt."""
+import contextlib
+import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -10,6 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import include_layers  # noqa: E402
 import source_limits  # noqa: E402
+import thread_safety  # noqa: E402
 from tracked import tracked_files  # noqa: E402
 
 
@@ -107,6 +112,55 @@ class IncludeLayersTest(unittest.TestCase):
         root = make_tree(self, {"layers.txt": "low:\nmid: low nowhere\n"})
         with self.assertRaisesRegex(ValueError, "nowhere"):
             include_layers.read_table(os.path.join(root, "layers.txt"))
+
+
+class ThreadSafetyTest(unittest.TestCase):
+    GUARDED = """#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+class Counter {
+ public:
+  void Add() { %s ++n_; }
+ private:
+  absl::Mutex mu_;
+  int n_ ABSL_GUARDED_BY(mu_) = 0;
+};
+int main() { Counter c; c.Add(); }
+"""
+
+    def run_check(self, files):
+        root = make_tree(self, files, git=False)
+        build = os.path.join(root, "build")
+        os.makedirs(build)
+        with open(os.path.join(build, "compile_commands.json"), "w") as f:
+            json.dump([{"directory": build, "file": os.path.join(root, name),
+                        "command": f"c++ -I{root} -std=c++20 -O2 -Wall -c {name} -o x.o"}
+                       for name in files if name.endswith(".cc")], f)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = thread_safety.main(["thread_safety.py", build, root])
+        return rc, out.getvalue()
+
+    @unittest.skipUnless(shutil.which("clang++"), "clang++ missing (scripts/setup.sh installs it)")
+    def test_names_an_unguarded_access_and_passes_a_guarded_one(self):
+        rc, out = self.run_check({"a/bad.cc": self.GUARDED % "",
+                                  "a/good.cc": self.GUARDED % "absl::MutexLock l(&mu_);",
+                                  "a/plain.cc": "int f() { return 1; }\n"})
+        self.assertEqual(rc, 1)
+        self.assertIn("bad.cc", out)
+        self.assertIn("requires holding mutex 'mu_' exclusively", out)
+        self.assertNotIn("good.cc", out)
+        self.assertIn("2 translation units, 1 with thread-safety errors", out)
+
+    def test_reads_only_units_that_can_hold_a_capability(self):
+        root = make_tree(self, {"a/lock.h": "#include \"absl/synchronization/mutex.h\"\n",
+                                "a/uses.cc": '#include "a/lock.h"\n',
+                                "a/plain.cc": '#include <vector>\n',
+                                "build/gen.cc": "absl::Mutex m;\n"}, git=False)
+        with open(os.path.join(root, "build", "compile_commands.json"), "w") as f:
+            json.dump([{"directory": root, "file": os.path.join(root, n), "command": "c++ -c x"}
+                       for n in ("a/uses.cc", "a/plain.cc", "build/gen.cc")], f)
+        found = [e["file"] for e in thread_safety.units(os.path.join(root, "build"), root)]
+        self.assertEqual(found, [os.path.join(os.path.realpath(root), "a/uses.cc")])
 
 
 if __name__ == "__main__":
