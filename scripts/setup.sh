@@ -2,6 +2,7 @@
 # Installs what Anvil needs and builds it. Idempotent: when everything is
 # already there it only runs an incremental build.
 #   scripts/setup.sh            install + build (build/)
+#   scripts/setup.sh --deps     the Debian and Python packages only
 #   ANVIL_BUILD_DIR=dir ANVIL_CMAKE_ARGS="-DANVIL_SANITIZE=ON" scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ "${1:-}" != --deps ] || exit 0
 
 if [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
   echo "setup: no CUDA toolkit at $CUDA_HOME (set CUDA_HOME); Anvil needs CUDA 12.4 or newer" >&2
@@ -62,11 +64,9 @@ if [ "$(cat third_party/cutlass/VERSION 2>/dev/null)" != "$CUTLASS_VERSION" ]; t
   rm -rf "$tmp"
 fi
 
-# llama.cpp's llama-server and a small model, for the LLM proposer's tests
-# against a real server (built once into third_party/llama; ANVIL_LLAMA=0 skips).
-if [ "${ANVIL_LLAMA:-1}" != 0 ]; then
-  ANVIL_JOBS=${ANVIL_JOBS:-$(nproc)} scripts/llama_server.sh
-fi
+# llama.cpp's llama-server and a small model, for the LLM proposer's test
+# against a real server, are not built here: scripts/test.sh builds them in the
+# background (scripts/llama_server.sh, once into third_party/llama).
 
 BUILD_DIR=${ANVIL_BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
