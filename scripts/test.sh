@@ -13,9 +13,12 @@ scripts/setup.sh --deps  # the compilers and CMake that llama-server's build nee
 mkdir -p build
 llama_pid=
 if [ "${ANVIL_LLAMA:-1}" != 0 ]; then
-  # Its own process group, so that an early exit stops all of it.
-  setsid nice -n 19 scripts/llama_server.sh > build/llama_server.log 2>&1 &
+  # Its own process group (job control), so that an early exit stops all of
+  # it; not its own session, where the scheduler's autogroups would undo nice.
+  set -m
+  nice -n 19 scripts/llama_server.sh > build/llama_server.log 2>&1 &
   llama_pid=$!
+  set +m
   trap 'kill -- -"$llama_pid" 2>/dev/null || true' EXIT
 fi
 scripts/setup.sh
