@@ -55,6 +55,99 @@ double Max(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
+using Trace = unsigned long long[256];
+
+// Per-CTA figures over all reps, in ns (ghz: the SM clock in cycles per ns).
+struct Figures {
+  std::vector<double> skew, setup, fill, loop, per_kt, wait_data, epi, total, span, ghz;
+  std::vector<double> init, sync, to_issue, issue_to_land, cons_regs, epi_bar;
+  std::vector<double> inits, init_fence, proxy_fence, prod_regs;
+  std::vector<double> land, done, freed;  // per traced k-tile: sums over CTAs and reps
+  double cta_count = 0;
+};
+
+// One CTA's record x of a call whose first CTA entered at g0 (global ns).
+void AddCta(Figures& fg, const Trace& x, unsigned long long g0, int k_tiles, int traced) {
+  const double f = double(x[4] - x[1]) / double(x[5] - x[0]);  // cycles per ns
+  fg.ghz.push_back(f);
+  // Signed: the early stage's issue (slot 8) may precede slot 2.
+  const auto ns = [&](unsigned long long a, unsigned long long b) {
+    return double(static_cast<long long>(b - a)) / f;
+  };
+  fg.skew.push_back(double(x[0] - g0));
+  fg.setup.push_back(ns(x[1], x[2]));
+  fg.init.push_back(ns(x[1], x[6]));
+  fg.inits.push_back(ns(x[1], x[205]));
+  fg.init_fence.push_back(ns(x[205], x[206]));
+  fg.proxy_fence.push_back(ns(x[206], x[6]));
+  if (x[202] != 0) fg.prod_regs.push_back(ns(x[2], x[202]));
+  fg.sync.push_back(ns(x[6], x[7]));
+  fg.to_issue.push_back(ns(x[2], x[8]));
+  fg.issue_to_land.push_back(ns(x[8], x[72]));
+  if (x[201] != 0) fg.cons_regs.push_back(ns(x[2], x[201]));
+  if (x[200] != 0) fg.epi_bar.push_back(ns(x[3], x[200]));
+  fg.fill.push_back(ns(x[2], x[72]));
+  fg.loop.push_back(ns(x[72], x[3]));
+  if (k_tiles > 1) fg.per_kt.push_back(ns(x[72], x[3]) / (k_tiles - 1));
+  double waited = 0;
+  for (int i = 1; i < traced; ++i) waited += ns(x[136 + i - 1], x[72 + i]);
+  fg.wait_data.push_back(waited);
+  fg.epi.push_back(ns(x[3], x[4]));
+  fg.total.push_back(double(x[5] - x[0]));
+  for (int i = 0; i < traced; ++i) {
+    fg.land[i] += ns(x[2], x[72 + i]);
+    fg.done[i] += ns(x[2], x[136 + i]);
+    fg.freed[i] += ns(x[2], x[8 + i]);
+  }
+  fg.cta_count += 1;
+}
+
+// One call's records: its span, then every CTA that recorded its entry and end.
+void AddCall(Figures& fg, const Trace* t, int k_tiles, int traced) {
+  unsigned long long g0 = ~0ull, g1 = 0;
+  for (int c = 0; c < ANVIL_TRACE; ++c)
+    if (t[c][0] != 0) {
+      g0 = std::min(g0, t[c][0]);
+      g1 = std::max(g1, t[c][5]);
+    }
+  fg.span.push_back(double(g1 - g0));
+  for (int c = 0; c < ANVIL_TRACE; ++c) {
+    if (t[c][0] == 0 || t[c][5] == 0) continue;
+    AddCta(fg, t[c], g0, k_tiles, traced);
+  }
+}
+
+void PrintFigures(const Figures& fg, int traced) {
+  std::printf("  %-44s %9s %9s\n", "ns, over CTAs and reps", "median", "max");
+  const auto row = [](const char* what, const std::vector<double>& v) {
+    std::printf("  %-44s %9.0f %9.0f\n", what, Median(v), Max(v));
+  };
+  row("kernel span: first entry to last epilogue end", fg.span);
+  row("CTA entry after the first CTA's", fg.skew);
+  row("entry to ring initialised (cluster synced)", fg.setup);
+  row("  entry to mbarriers initialised", fg.init);
+  row("    entry to the mbarrier.inits done", fg.inits);
+  row("    fence.mbarrier_init.release.cluster", fg.init_fence);
+  row("    fence.proxy.async.shared::cta", fg.proxy_fence);
+  row("  then the cluster barrier / __syncthreads", fg.sync);
+  row("initialised to k-tile 0 issued (producer)", fg.to_issue);
+  row("  initialised to producer setmaxnreg done", fg.prod_regs);
+  row("k-tile 0 issued to landed", fg.issue_to_land);
+  row("initialised to consumer setmaxnreg done", fg.cons_regs);
+  row("initialised to k-tile 0's bytes landed", fg.fill);
+  row("k-tile 0 landed to last wgmma complete", fg.loop);
+  row("  the same per k-tile", fg.per_kt);
+  row("  of which waiting for bytes (after issue)", fg.wait_data);
+  row("epilogue (consumer 0)", fg.epi);
+  row("  to its first barrier (staged epilogues)", fg.epi_bar);
+  row("CTA entry to epilogue end", fg.total);
+  std::printf("  k-tile i, mean ns after the ring was initialised: landed / issued (previous\n"
+              "  complete) / slot free for the producer\n");
+  for (int i = 0; i < traced; ++i)
+    std::printf("  %3d %8.0f %8.0f %8.0f\n", i, fg.land[i] / fg.cta_count, fg.done[i] / fg.cta_count,
+                fg.freed[i] / fg.cta_count);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,14 +171,11 @@ int main(int argc, char** argv) {
   const int k_tiles = (K + kBK - 1) / kBK;
   const int traced = std::min(k_tiles, 64);
 
-  using Trace = unsigned long long[256];
   std::vector<unsigned long long> host(size_t(ANVIL_TRACE) * 256);
-  // Per-CTA figures over all reps, in ns.
-  std::vector<double> skew, setup, fill, loop, per_kt, wait_data, epi, total, span, ghz;
-  std::vector<double> init, sync, to_issue, issue_to_land, cons_regs, epi_bar;
-  std::vector<double> inits, init_fence, proxy_fence, prod_regs;
-  std::vector<double> land(traced), done(traced), freed(traced);  // sums over CTAs and reps
-  double cta_count = 0;
+  Figures fg;
+  fg.land.assign(traced, 0);
+  fg.done.assign(traced, 0);
+  fg.freed.assign(traced, 0);
   for (int r = 0; r < reps + 2; ++r) {
     FillHalf<<<1056, 256>>>(A, a_n, 0x1234u + r);
     FillHalf<<<1056, 256>>>(B, b_n, 0x4321u + r);
@@ -99,84 +189,14 @@ int main(int argc, char** argv) {
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpyFromSymbol(host.data(), anvil_trace, host.size() * 8));
     if (r < 2) continue;  // warm-up: module load, first-touch
-    const auto* t = reinterpret_cast<const Trace*>(host.data());
-    unsigned long long g0 = ~0ull, g1 = 0;
-    for (int c = 0; c < ANVIL_TRACE; ++c)
-      if (t[c][0] != 0) {
-        g0 = std::min(g0, t[c][0]);
-        g1 = std::max(g1, t[c][5]);
-      }
-    span.push_back(double(g1 - g0));
-    for (int c = 0; c < ANVIL_TRACE; ++c) {
-      const auto& x = t[c];
-      if (x[0] == 0 || x[5] == 0) continue;
-      const double f = double(x[4] - x[1]) / double(x[5] - x[0]);  // cycles per ns
-      ghz.push_back(f);
-      // Signed: the early stage's issue (slot 8) may precede slot 2.
-      const auto ns = [&](unsigned long long a, unsigned long long b) {
-        return double(static_cast<long long>(b - a)) / f;
-      };
-      skew.push_back(double(x[0] - g0));
-      setup.push_back(ns(x[1], x[2]));
-      init.push_back(ns(x[1], x[6]));
-      inits.push_back(ns(x[1], x[205]));
-      init_fence.push_back(ns(x[205], x[206]));
-      proxy_fence.push_back(ns(x[206], x[6]));
-      if (x[202] != 0) prod_regs.push_back(ns(x[2], x[202]));
-      sync.push_back(ns(x[6], x[7]));
-      to_issue.push_back(ns(x[2], x[8]));
-      issue_to_land.push_back(ns(x[8], x[72]));
-      if (x[201] != 0) cons_regs.push_back(ns(x[2], x[201]));
-      if (x[200] != 0) epi_bar.push_back(ns(x[3], x[200]));
-      fill.push_back(ns(x[2], x[72]));
-      loop.push_back(ns(x[72], x[3]));
-      if (k_tiles > 1) per_kt.push_back(ns(x[72], x[3]) / (k_tiles - 1));
-      double waited = 0;
-      for (int i = 1; i < traced; ++i) waited += ns(x[136 + i - 1], x[72 + i]);
-      wait_data.push_back(waited);
-      epi.push_back(ns(x[3], x[4]));
-      total.push_back(double(x[5] - x[0]));
-      for (int i = 0; i < traced; ++i) {
-        land[i] += ns(x[2], x[72 + i]);
-        done[i] += ns(x[2], x[136 + i]);
-        freed[i] += ns(x[2], x[8 + i]);
-      }
-      cta_count += 1;
-    }
+    AddCall(fg, reinterpret_cast<const Trace*>(host.data()), k_tiles, traced);
   }
-  if (cta_count == 0) {
+  if (fg.cta_count == 0) {
     std::fprintf(stderr, "no CTA recorded a trace (persistent or split-K build?)\n");
     return 1;
   }
   std::printf("%s %dx%dx%d: %d CTAs, %d k-tiles, SM clock %.2f GHz (median)\n", name.c_str(), M,
-              N, K, int(cta_count / reps), k_tiles, Median(ghz));
-  std::printf("  %-44s %9s %9s\n", "ns, over CTAs and reps", "median", "max");
-  const auto row = [](const char* what, const std::vector<double>& v) {
-    std::printf("  %-44s %9.0f %9.0f\n", what, Median(v), Max(v));
-  };
-  row("kernel span: first entry to last epilogue end", span);
-  row("CTA entry after the first CTA's", skew);
-  row("entry to ring initialised (cluster synced)", setup);
-  row("  entry to mbarriers initialised", init);
-  row("    entry to the mbarrier.inits done", inits);
-  row("    fence.mbarrier_init.release.cluster", init_fence);
-  row("    fence.proxy.async.shared::cta", proxy_fence);
-  row("  then the cluster barrier / __syncthreads", sync);
-  row("initialised to k-tile 0 issued (producer)", to_issue);
-  row("  initialised to producer setmaxnreg done", prod_regs);
-  row("k-tile 0 issued to landed", issue_to_land);
-  row("initialised to consumer setmaxnreg done", cons_regs);
-  row("initialised to k-tile 0's bytes landed", fill);
-  row("k-tile 0 landed to last wgmma complete", loop);
-  row("  the same per k-tile", per_kt);
-  row("  of which waiting for bytes (after issue)", wait_data);
-  row("epilogue (consumer 0)", epi);
-  row("  to its first barrier (staged epilogues)", epi_bar);
-  row("CTA entry to epilogue end", total);
-  std::printf("  k-tile i, mean ns after the ring was initialised: landed / issued (previous\n"
-              "  complete) / slot free for the producer\n");
-  for (int i = 0; i < traced; ++i)
-    std::printf("  %3d %8.0f %8.0f %8.0f\n", i, land[i] / cta_count, done[i] / cta_count,
-                freed[i] / cta_count);
+              N, K, int(fg.cta_count / reps), k_tiles, Median(fg.ghz));
+  PrintFigures(fg, traced);
   return 0;
 }

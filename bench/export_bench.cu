@@ -185,6 +185,23 @@ double HostNs(const std::function<void()>& call, cudaStream_t s) {
   return v[v.size() / 2];
 }
 
+// Host cost per call on this shape (enqueue only), against cuBLAS directly:
+// one line of OUT/host.csv, which the first shape starts afresh.
+void WriteHostCost(const std::string& out, const Row& r, const Operands& o, cublasHandle_t blas,
+                   void* ws_lib, size_t ws_bytes, cudaStream_t s) {
+  static bool header = false;
+  FILE* host = std::fopen((out + "/host.csv").c_str(), header ? "a" : "w");
+  if (!header) std::fprintf(host, "m,n,k,layout,path,anvil_ns,cublas_ns,dispatch_query_ns\n"), header = true;
+  const double a_ns = HostNs([&] { g_hgemm(r.layout, r.m, r.n, r.k, o.a[0], o.b[0], o.c[0], ws_lib, ws_bytes, s); }, s);
+  const double c_ns = HostNs([&] { CublasCall(blas, r, o.a[0], o.b[0], o.c[0]); }, s);
+  auto q0 = Clock::now();
+  for (int i = 0; i < 100000; ++i) g_dispatch(r.layout, r.m, r.n, r.k, nullptr);
+  const double q_ns = std::chrono::duration<double, std::nano>(Clock::now() - q0).count() / 100000;
+  std::fprintf(host, "%d,%d,%d,%s,%s,%.0f,%.0f,%.1f\n", r.m, r.n, r.k, r.layout == ANVIL_HGEMM_NT ? "nt" : "nn",
+               r.path.c_str(), a_ns, c_ns, q_ns);
+  std::fclose(host);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -247,18 +264,7 @@ int main(int argc, char** argv) {
                   r.layout == ANVIL_HGEMM_NT ? "nt" : "nn", r.path.c_str(), regime == 0 ? "hot" : "cold",
                   t[0], t[1], t[2], ratio, manifest);
     }
-    // Host cost per call on this shape (enqueue only), against cuBLAS directly.
-    static bool header = false;
-    FILE* host = std::fopen((out + "/host.csv").c_str(), header ? "a" : "w");
-    if (!header) std::fprintf(host, "m,n,k,layout,path,anvil_ns,cublas_ns,dispatch_query_ns\n"), header = true;
-    const double a_ns = HostNs([&] { g_hgemm(r.layout, r.m, r.n, r.k, o.a[0], o.b[0], o.c[0], ws_lib, ws_bytes, s); }, s);
-    const double c_ns = HostNs([&] { CublasCall(blas, r, o.a[0], o.b[0], o.c[0]); }, s);
-    auto q0 = Clock::now();
-    for (int i = 0; i < 100000; ++i) g_dispatch(r.layout, r.m, r.n, r.k, nullptr);
-    const double q_ns = std::chrono::duration<double, std::nano>(Clock::now() - q0).count() / 100000;
-    std::fprintf(host, "%d,%d,%d,%s,%s,%.0f,%.0f,%.1f\n", r.m, r.n, r.k, r.layout == ANVIL_HGEMM_NT ? "nt" : "nn",
-                 r.path.c_str(), a_ns, c_ns, q_ns);
-    std::fclose(host);
+    WriteHostCost(out, r, o, blas, ws_lib, ws_bytes, s);
     Free(o);
   }
   std::fclose(csv);

@@ -138,6 +138,56 @@ absl::StatusOr<std::vector<ProblemPoints>> Load(Store& store, const std::string&
   return out;
 }
 
+// Observations of from's configurations (but skip) into model.
+void Observe(CostModel& model, const ProblemPoints& from, const Point* skip, const DeviceModel& device) {
+  for (const Point& q : from.points) {
+    if (&q == skip) continue;
+    absl::StatusOr<Estimate> e = Predict(*q.family, from.problem.layout(), q.params,
+                                         from.problem.shape(), device);
+    if (e.ok()) model.Observe({q.family->name, q.params, from.problem.shape(), e->us, q.measured_us});
+  }
+}
+
+// A problem's configurations, measured and estimated three ways: the model
+// alone, refined by the observations of every other problem (of its GPU), and
+// by those and this problem's but the configuration's own (leave one out).
+struct Ranked {
+  std::vector<double> measured, model, refined, loo;
+};
+
+// Ranks pp's configurations; prints them in model order when pp's shape is show.
+Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
+            const DeviceModel& device, int k, const std::string& show) {
+  CostModel others(device);
+  for (const ProblemPoints& other : problems) {
+    if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) Observe(others, other, nullptr, device);
+  }
+  Ranked out;
+  std::vector<std::pair<double, std::string>> listing;
+  for (const Point& q : pp.points) {
+    CostModel loo = others;
+    Observe(loo, pp, &q, device);
+    absl::StatusOr<Estimate> e = Predict(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), device);
+    absl::StatusOr<Estimate> r = others.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
+    absl::StatusOr<Estimate> l = loo.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
+    if (!e.ok() || !r.ok() || !l.ok()) continue;
+    out.measured.push_back(q.measured_us);
+    out.model.push_back(e->us);
+    if (ShapeName(pp.problem.shape()) == show) {
+      std::string knobs;
+      for (const auto& [name, value] : q.params) absl::StrAppend(&knobs, " ", name, "=", value);
+      listing.emplace_back(e->us, absl::StrCat(absl::StrFormat("model %9.2f us  measured %9.2f us  %s  ",
+                                                               e->us, q.measured_us, e->bound),
+                                               q.family->name, knobs));
+    }
+    out.refined.push_back(r->us);
+    out.loo.push_back(l->us);
+  }
+  std::sort(listing.begin(), listing.end());
+  for (const auto& [us, line] : listing) std::printf("  %s\n", line.c_str());
+  return out;
+}
+
 }  // namespace
 }  // namespace anvil
 
@@ -179,53 +229,18 @@ int main(int argc, char** argv) {
               "gap6@model", "gap6@refined");
   std::vector<double> rho_m, rho_r, rho_l, at_m, at_r, gap_m, gap_r;
   for (const ProblemPoints& pp : *problems) {
-    // Observations of every other problem, then this problem's but one.
-    auto observe = [&](CostModel& model, const ProblemPoints& from, const Point* skip) {
-      for (const Point& q : from.points) {
-        if (&q == skip) continue;
-        absl::StatusOr<Estimate> e = Predict(*q.family, from.problem.layout(), q.params,
-                                             from.problem.shape(), device);
-        if (e.ok()) model.Observe({q.family->name, q.params, from.problem.shape(), e->us, q.measured_us});
-      }
-    };
-    CostModel others(device);
-    for (const ProblemPoints& other : *problems) {
-      if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) observe(others, other, nullptr);
-    }
-    std::vector<double> measured, model, model_refined, model_loo;
-    std::vector<std::pair<double, std::string>> listing;
-    for (const Point& q : pp.points) {
-      CostModel loo = others;
-      observe(loo, pp, &q);
-      absl::StatusOr<Estimate> e = Predict(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), device);
-      absl::StatusOr<Estimate> r = others.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
-      absl::StatusOr<Estimate> l = loo.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
-      if (!e.ok() || !r.ok() || !l.ok()) continue;
-      measured.push_back(q.measured_us);
-      model.push_back(e->us);
-      if (ShapeName(pp.problem.shape()) == show) {
-        std::string knobs;
-        for (const auto& [name, value] : q.params) absl::StrAppend(&knobs, " ", name, "=", value);
-        listing.emplace_back(e->us, absl::StrCat(absl::StrFormat("model %9.2f us  measured %9.2f us  %s  ",
-                                                                 e->us, q.measured_us, e->bound),
-                                                 q.family->name, knobs));
-      }
-      model_refined.push_back(r->us);
-      model_loo.push_back(l->us);
-    }
-    std::sort(listing.begin(), listing.end());
-    for (const auto& [us, line] : listing) std::printf("  %s\n", line.c_str());
-    if (measured.size() < 3) continue;
-    rho_m.push_back(Spearman(model, measured));
-    rho_r.push_back(Spearman(model_refined, measured));
-    rho_l.push_back(Spearman(model_loo, measured));
-    at_m.push_back(RankOfBest(model, measured));
-    at_r.push_back(RankOfBest(model_refined, measured));
-    gap_m.push_back(Gap(model, measured, 6));
-    gap_r.push_back(Gap(model_refined, measured, 6));
+    const Ranked r = Rank(*problems, pp, device, k, show);
+    if (r.measured.size() < 3) continue;
+    rho_m.push_back(Spearman(r.model, r.measured));
+    rho_r.push_back(Spearman(r.refined, r.measured));
+    rho_l.push_back(Spearman(r.loo, r.measured));
+    at_m.push_back(RankOfBest(r.model, r.measured));
+    at_r.push_back(RankOfBest(r.refined, r.measured));
+    gap_m.push_back(Gap(r.model, r.measured, 6));
+    gap_r.push_back(Gap(r.refined, r.measured, 6));
     std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %10.0f %12.0f %10.3f %12.3f\n",
                 pp.problem.gpu().c_str(), ShapeName(pp.problem.shape()).c_str(),
-                std::string(LayoutName(pp.problem.layout())).c_str(), measured.size(), rho_m.back(),
+                std::string(LayoutName(pp.problem.layout())).c_str(), r.measured.size(), rho_m.back(),
                 rho_r.back(), rho_l.back(), at_m.back(), at_r.back(), gap_m.back(), gap_r.back());
   }
   std::printf("median over %zu problems: rho_model %.2f, rho_refined %.2f, rho_loo %.2f, "

@@ -85,19 +85,9 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int main(int argc, char** argv) {
-  CLI::App app{"placement: a compiled-in 03_wgmma_tma configuration and cuBLASLt on several operand sets"};
-  ProbeShape shape;
-  int sets = 6, rounds = 15;
-  std::string vary = "abc", name_flag = argv[0];
-  AddShapeOption(app, &shape);
-  app.add_option("--sets", sets, "operand sets in this process")->check(CLI::Range(1, 64));
-  app.add_option("--rounds", rounds, "timed rounds over the sets")->check(CLI::Range(1, 10000));
-  app.add_option("--vary", vary, "operands that change from set to set (others are set 0's)");
-  app.add_option("--name", name_flag, "name printed in the table (default: this program's)");
-  CLI11_PARSE(app, argc, argv);
-  const char* name = name_flag.c_str();
-  const int m = shape.m, n = shape.n, k = shape.k;
+// SETS operand sets of an MxNxK problem, each its own allocations with a
+// spacer of 2-10 MiB after them; the operands not in vary are set 0's.
+std::vector<Set> AllocateSets(int sets, int m, int n, int k, const std::string& vary) {
   const size_t na = size_t(m) * k, nb = size_t(n) * k, nc = size_t(m) * n;
   std::vector<Set> s(sets);
   for (int i = 0; i < sets; ++i) {
@@ -111,6 +101,49 @@ int main(int argc, char** argv) {
     if (vary.find('b') == std::string::npos) s[i].b = s[0].b;
     if (vary.find('c') == std::string::npos) s[i].c = s[0].c;
   }
+  return s;
+}
+
+// The table's rows: per set, where its operands lie, the median and range of
+// ours[set] and lts[set] (µs) and their ratio; then the ratio's spread over sets.
+void PrintSets(const std::vector<Set>& s, const std::vector<std::vector<double>>& ours_by_set,
+               const std::vector<std::vector<double>>& lts_by_set) {
+  std::vector<double> all_ratio;
+  const auto mib = [&](const void* p) {
+    return double(reinterpret_cast<intptr_t>(p) - reinterpret_cast<intptr_t>(s[0].a)) / (1 << 20);
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const std::vector<double>& ours = ours_by_set[i];
+    const std::vector<double>& lts = lts_by_set[i];
+    const double mo = Median(ours), ml = Median(lts);
+    all_ratio.push_back(ml / mo);
+    std::printf("  %3d  %11.3f %11.3f %11.3f  %9.2f (%8.2f-%8.2f)  %9.2f (%8.2f-%8.2f)  %.3f\n", int(i),
+                mib(s[i].a), mib(s[i].b), mib(s[i].c), mo,
+                *std::min_element(ours.begin(), ours.end()),
+                *std::max_element(ours.begin(), ours.end()), ml,
+                *std::min_element(lts.begin(), lts.end()), *std::max_element(lts.begin(), lts.end()),
+                ml / mo);
+  }
+  std::printf("  ratio over sets: min %.3f median %.3f max %.3f\n",
+              *std::min_element(all_ratio.begin(), all_ratio.end()), Median(all_ratio),
+              *std::max_element(all_ratio.begin(), all_ratio.end()));
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"placement: a compiled-in 03_wgmma_tma configuration and cuBLASLt on several operand sets"};
+  ProbeShape shape;
+  int sets = 6, rounds = 15;
+  std::string vary = "abc", name_flag = argv[0];
+  AddShapeOption(app, &shape);
+  app.add_option("--sets", sets, "operand sets in this process")->check(CLI::Range(1, 64));
+  app.add_option("--rounds", rounds, "timed rounds over the sets")->check(CLI::Range(1, 10000));
+  app.add_option("--vary", vary, "operands that change from set to set (others are set 0's)");
+  app.add_option("--name", name_flag, "name printed in the table (default: this program's)");
+  CLI11_PARSE(app, argc, argv);
+  const char* name = name_flag.c_str();
+  const int m = shape.m, n = shape.n, k = shape.k;
+  const size_t na = size_t(m) * k, nb = size_t(n) * k;
+  const std::vector<Set> s = AllocateSets(sets, m, n, k, vary);
   void* ws = nullptr;
   const size_t ws_bytes = anvil_workspace_bytes(m, n, k);
   if (ws_bytes > 0) CHECK(cudaMalloc(&ws, ws_bytes));
@@ -155,24 +188,6 @@ int main(int argc, char** argv) {
               m, n, k, kNT ? "nt" : "nn", sets, vary.c_str(), rounds);
   std::printf("  set  offsets of A, B, C from set 0's A (MiB)   ours-med (min-max)            "
               "lt-med (min-max)             ratio\n");
-  std::vector<double> all_ratio;
-  const auto mib = [&](const void* p) {
-    return double(reinterpret_cast<intptr_t>(p) - reinterpret_cast<intptr_t>(s[0].a)) / (1 << 20);
-  };
-  for (int i = 0; i < sets; ++i) {
-    const std::vector<double>& ours = us[0][i];
-    const std::vector<double>& lts = us[1][i];
-    const double mo = Median(ours), ml = Median(lts);
-    all_ratio.push_back(ml / mo);
-    std::printf("  %3d  %11.3f %11.3f %11.3f  %9.2f (%8.2f-%8.2f)  %9.2f (%8.2f-%8.2f)  %.3f\n", i,
-                mib(s[i].a), mib(s[i].b), mib(s[i].c), mo,
-                *std::min_element(ours.begin(), ours.end()),
-                *std::max_element(ours.begin(), ours.end()), ml,
-                *std::min_element(lts.begin(), lts.end()), *std::max_element(lts.begin(), lts.end()),
-                ml / mo);
-  }
-  std::printf("  ratio over sets: min %.3f median %.3f max %.3f\n",
-              *std::min_element(all_ratio.begin(), all_ratio.end()), Median(all_ratio),
-              *std::max_element(all_ratio.begin(), all_ratio.end()));
+  PrintSets(s, us[0], us[1]);
   return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }

@@ -8,6 +8,7 @@
 set -euo pipefail
 out=${1:?usage: bench/serve_bench.sh OUT_DIR [serve_bench args]}; shift
 build=${ANVIL_BUILD_DIR:-build}
+cmake --build "$build" --target anvil-serve-bench anvil_test_server > /dev/null  # not in `all`
 mkdir -p "$out"
 tmp=$(mktemp -d)
 metrics=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

@@ -1,12 +1,18 @@
 # Compile options for project code. anvil_target_options(<target>) gives a
-# target our warning level (errors unless ANVIL_WERROR is off) and, with
-# ANVIL_SANITIZE, AddressSanitizer and UBSan on host code.
+# target our warning level (errors unless ANVIL_WERROR is off; with clang,
+# -Wthread-safety too) and, with ANVIL_SANITIZE, AddressSanitizer and UBSan on
+# host code.
 
 set(ANVIL_SANITIZE_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer
     -fno-sanitize-recover=undefined)
 
 function(anvil_target_options target)
   set(warn -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    # ABSL_GUARDED_BY and its kin, checked (GCC ignores them; with GCC,
+    # thread_safety_test runs clang over the sources instead).
+    list(APPEND warn -Wthread-safety)
+  endif()
   if(ANVIL_WERROR)
     list(APPEND warn -Werror)
   endif()

@@ -2,6 +2,7 @@
 # Installs what Anvil needs and builds it. Idempotent: when everything is
 # already there it only runs an incremental build.
 #   scripts/setup.sh            install + build (build/)
+#   scripts/setup.sh --deps     the Debian and Python packages only
 #   ANVIL_BUILD_DIR=dir ANVIL_CMAKE_ARGS="-DANVIL_SANITIZE=ON" scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +13,13 @@ APT_PACKAGES=(
   libsqlite3-dev libcurl4-openssl-dev libssl-dev libseccomp-dev bubblewrap
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   prometheus-cpp-dev libcpp-httplib-dev libtomlplusplus-dev
-  chromium python3-html5lib python3-websocket
+  chromium python3-html5lib python3-websocket clang
 )
 CUTLASS_VERSION=4.2.0.0   # nvidia-cutlass wheel: CUTLASS/CuTe headers
-# PyYAML for deploy_test (the Kubernetes manifests), into the python3 on PATH.
+# Into the python3 on PATH: PyYAML for deploy_test (the Kubernetes manifests),
+# lizard for source_limits_test (its function lengths are the limit's measure).
 python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
+python3 -c "import lizard" 2>/dev/null || python3 -m pip install -q lizard==1.24.3
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 missing=()
@@ -29,6 +32,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ "${1:-}" != --deps ] || exit 0
 
 if [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
   echo "setup: no CUDA toolkit at $CUDA_HOME (set CUDA_HOME); Anvil needs CUDA 12.4 or newer" >&2
@@ -60,11 +64,9 @@ if [ "$(cat third_party/cutlass/VERSION 2>/dev/null)" != "$CUTLASS_VERSION" ]; t
   rm -rf "$tmp"
 fi
 
-# llama.cpp's llama-server and a small model, for the LLM proposer's tests
-# against a real server (built once into third_party/llama; ANVIL_LLAMA=0 skips).
-if [ "${ANVIL_LLAMA:-1}" != 0 ]; then
-  ANVIL_JOBS=${ANVIL_JOBS:-$(nproc)} scripts/llama_server.sh
-fi
+# llama.cpp's llama-server and a small model, for the LLM proposer's test
+# against a real server, are not built here: scripts/test.sh builds them in the
+# background (scripts/llama_server.sh, once into third_party/llama).
 
 BUILD_DIR=${ANVIL_BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

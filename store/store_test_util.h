@@ -1,6 +1,6 @@
 // Test helpers for the store tests: temporary directories, realistic rows,
-// and raw SQLite access to tamper with or inspect a database file.
-// Not thread-safe; test code only.
+// a fixture with an open store and a settable clock, and raw SQLite access to
+// tamper with or inspect a database file. Not thread-safe; test code only.
 #ifndef ANVIL_STORE_STORE_TEST_UTIL_H_
 #define ANVIL_STORE_STORE_TEST_UTIL_H_
 
@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -115,6 +117,45 @@ inline v1::Measurement TestMeasurement(const std::string& candidate_id, const v1
   m.set_versions("cuda=13.0 cublas=13.1.0");
   return m;
 }
+
+// The store at path, or nullptr after a failed expectation.
+inline std::unique_ptr<Store> OpenOrDie(const std::string& path, StoreOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+// A fresh store whose clock reads clock_ (starting at 1'000'000 ms), with
+// candidates cand0 .. cand7 stored.
+class StoreFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions options;
+    options.now_unix_ms = [this] { return clock_.load(); };
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir_.File("anvil.db"), options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(store_->PutCandidate(TestCandidate(absl::StrCat("cand", i))).ok());
+    }
+  }
+
+  // Stores a measurement; returns its id.
+  int64_t Put(int candidate, const v1::Problem& problem, double device_us, bool verified,
+              v1::Verdict verdict = v1::VERDICT_PASSED, int64_t measured_at = 0) {
+    v1::Measurement m = TestMeasurement(absl::StrCat("cand", candidate), problem, device_us);
+    m.set_verdict(verdict);
+    m.set_verified(verified);
+    m.set_measured_at_unix_ms(measured_at);
+    absl::StatusOr<int64_t> id = store_->PutMeasurement(m);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or(0);
+  }
+
+  TempDir dir_;
+  std::atomic<int64_t> clock_{1'000'000};
+  std::unique_ptr<Store> store_;
+};
 
 // Raw SQLite on a file, for tampering and inspection.
 inline int64_t RawInt(const std::string& path, const std::string& sql) {

@@ -10,7 +10,8 @@
 #   3. ANVIL_BUNDLE=FILE, default build/bundle/anvil-bundle.tar.gz if present:
 #      unpacked into ANVIL_UNPACK (default /opt/anvil);
 #   4. a build tree: ANVIL_BUILD, default build/ (then the bench programs are
-#      build/bin/bench/ and the seeds this checkout's).
+#      build/bin/bench/, built by `cmake --build build --target anvil-bench`,
+#      and the seeds this checkout's).
 # Candidate builds are cached where Anvil's default puts them (ANVIL_CACHE overrides).
 # Changes no clocks and never resets the GPU.
 set -uo pipefail

@@ -136,6 +136,40 @@ LtCached FindAlgos(const v1::RunnerRequest& req, const v1::Shape& s, const std::
   return out;
 }
 
+// Measures one problem and emits its newly tuned cuBLASLt choices, then its
+// measurement. 0, or the exit code when the runner must stop.
+int RunProblem(const v1::RunnerRequest& req, RunnerContext& ctx, CandidateLibrary& lib,
+               const Device& device, const v1::Shape& shape) {
+  auto p0 = std::chrono::steady_clock::now();
+  GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+  ctx.on_problem_start = [&](double reference_us, int baselines) {
+    EmitProblemStart(shape, ctx.protocol, reference_us, baselines, ctx.l2_bytes);
+  };
+  ProblemSession session(ctx, lib, gs);
+  std::vector<v1::LtAlgo> tuned;
+  absl::StatusOr<v1::Measurement> m =
+      session.Run(FindAlgos(req, shape, ctx.cublas_version), &tuned);
+  if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
+  m->set_candidate_id(req.candidate_id());
+  m->mutable_problem()->set_gpu(device.info.gpu());
+  m->mutable_problem()->set_arch(device.info.arch());
+  m->set_gpu_uuid(device.info.gpu_uuid());
+  m->set_versions(device.info.versions());
+  m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count());
+  m->set_seconds(SecondsSince(p0));
+  for (const v1::LtAlgo& t : tuned) {
+    v1::RunnerEvent e;
+    *e.mutable_lt_algo() = t;
+    Emit(e);
+  }
+  v1::RunnerEvent e;
+  *e.mutable_measurement() = *m;
+  Emit(e);
+  if (session.context_lost()) return Fail(3, "candidate left a sticky CUDA error; stopping");
+  return 0;
+}
+
 int Main() {
   auto t0 = std::chrono::steady_clock::now();
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
@@ -193,33 +227,7 @@ int Main() {
   Emit(info);
 
   for (const v1::Shape& shape : req.shapes()) {
-    auto p0 = std::chrono::steady_clock::now();
-    GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
-    ctx.on_problem_start = [&](double reference_us, int baselines) {
-      EmitProblemStart(shape, ctx.protocol, reference_us, baselines, ctx.l2_bytes);
-    };
-    ProblemSession session(ctx, **lib, gs);
-    std::vector<v1::LtAlgo> tuned;
-    absl::StatusOr<v1::Measurement> m =
-        session.Run(FindAlgos(req, shape, ctx.cublas_version), &tuned);
-    if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
-    m->set_candidate_id(req.candidate_id());
-    m->mutable_problem()->set_gpu(device->info.gpu());
-    m->mutable_problem()->set_arch(device->info.arch());
-    m->set_gpu_uuid(device->info.gpu_uuid());
-    m->set_versions(device->info.versions());
-    m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::system_clock::now().time_since_epoch()).count());
-    m->set_seconds(SecondsSince(p0));
-    for (const v1::LtAlgo& t : tuned) {
-      v1::RunnerEvent e;
-      *e.mutable_lt_algo() = t;
-      Emit(e);
-    }
-    v1::RunnerEvent e;
-    *e.mutable_measurement() = *m;
-    Emit(e);
-    if (session.context_lost()) return Fail(3, "candidate left a sticky CUDA error; stopping");
+    if (int rc = RunProblem(req, ctx, **lib, *device, shape); rc != 0) return rc;
   }
   return 0;
 }

@@ -98,8 +98,9 @@ TEST_F(SearchTest, EvolveAlsoMovesAroundTheFastestConfigurationOfAnotherTile) {
     absl::StatusOr<v1::Candidate> c = store->GetCandidate(std::get<0>(key));
     ASSERT_TRUE(c.ok());
     const KnobParams moved = WithDefaults(family, KnobParams(c->params().begin(), c->params().end()));
+    const auto& layout = std::get<2>(key);  // a lambda captures no structured binding in clang 14
     const auto is_neighbour = [&](const KnobParams& of) {
-      const std::vector<KnobParams> around = Neighbours(family, std::get<2>(key), of);
+      const std::vector<KnobParams> around = Neighbours(family, layout, of);
       return std::find(around.begin(), around.end(), moved) != around.end();
     };
     const bool of_leader = is_neighbour(at->second.first), of_runner_up = is_neighbour(at->second.second);

@@ -111,59 +111,65 @@ class LlmJobTest : public ::testing::Test {
     std::filesystem::remove(path_);
     store_ = std::move(*Store::Open(path_));
   }
+
+  // A job on two problems (M = 256 and 2048) with the LLM proposer alone,
+  // asking the scripted server 10 prompts at most, run to its end.
+  void RunJob(std::string* job_id, v1::Job* done) {
+    llm::ClientOptions co;
+    co.base_url = server_.base_url();
+    co.model = "scripted";
+    co.seed = 1;
+    co.usd_per_prompt_token = 1e-6;
+    client_ = std::move(*llm::Client::Create(co));
+    JobServiceOptions o;
+    o.store = store_.get();
+    o.evaluator = &evaluator_;
+    o.default_figure = "device";
+    o.build_chunk = 4;
+    o.share_policy = [] { return MakeBanditSharePolicy(); };
+    o.proposers = [this](const v1::OptimizeKernelRequest&) -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
+      LlmProposerOptions lo;
+      lo.client = client_.get();
+      lo.prompts_dir = std::string(ANVIL_SOURCE_DIR) + "/prompts";
+      lo.max_prompts = 10;
+      absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
+      if (!p.ok()) return p.status();
+      std::vector<std::unique_ptr<Proposer>> out;
+      out.push_back(std::move(*p));
+      return out;
+    };
+    service_ = std::move(*JobService::Create(std::move(o)));
+    v1::OptimizeKernelRequest req;
+    for (int m : {256, 2048}) {
+      v1::Problem* p = req.add_problems();
+      *p->mutable_shape() = MakeShape(m, 4096, 4096);
+      p->set_layout(v1::LAYOUT_NT);
+    }
+    req.set_proposer("llm");
+    absl::StatusOr<v1::Job> job = service_->CreateJob(req);
+    ASSERT_TRUE(job.ok()) << job.status();
+    *job_id = job->id();
+    absl::StatusOr<v1::Job> result = service_->RunJob(job->id());
+    ASSERT_TRUE(result.ok()) << result.status();
+    *done = *std::move(result);
+  }
+
   std::string path_;
   std::unique_ptr<Store> store_;
+  testing::ScriptedLlmServer server_{Answer};
+  std::unique_ptr<llm::Client> client_;
+  KnobTimedEvaluator evaluator_;
+  std::unique_ptr<JobService> service_;
 };
 
-TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
-  testing::ScriptedLlmServer server(Answer);
-  llm::ClientOptions co;
-  co.base_url = server.base_url();
-  co.model = "scripted";
-  co.seed = 1;
-  co.usd_per_prompt_token = 1e-6;
-  std::unique_ptr<llm::Client> client = std::move(*llm::Client::Create(co));
-  KnobTimedEvaluator evaluator;
-  JobServiceOptions o;
-  o.store = store_.get();
-  o.evaluator = &evaluator;
-  o.default_figure = "device";
-  o.build_chunk = 4;
-  o.share_policy = [] { return MakeBanditSharePolicy(); };
-  o.proposers = [&](const v1::OptimizeKernelRequest&) -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
-    LlmProposerOptions lo;
-    lo.client = client.get();
-    lo.prompts_dir = std::string(ANVIL_SOURCE_DIR) + "/prompts";
-    lo.max_prompts = 10;
-    absl::StatusOr<std::unique_ptr<LlmProposer>> p = LlmProposer::Create(lo);
-    if (!p.ok()) return p.status();
-    std::vector<std::unique_ptr<Proposer>> out;
-    out.push_back(std::move(*p));
-    return out;
-  };
-  std::unique_ptr<JobService> service = std::move(*JobService::Create(std::move(o)));
-  v1::OptimizeKernelRequest req;
-  for (int m : {256, 2048}) {
-    v1::Problem* p = req.add_problems();
-    *p->mutable_shape() = MakeShape(m, 4096, 4096);
-    p->set_layout(v1::LAYOUT_NT);
-  }
-  req.set_proposer("llm");
-  absl::StatusOr<v1::Job> job = service->CreateJob(req);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<v1::Job> done = service->RunJob(job->id());
-  ASSERT_TRUE(done.ok()) << done.status();
-  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->error();
-  for (const v1::ProblemProgress& p : done->problems()) {
-    EXPECT_GT(p.speedup(), 1.0) << ProblemName(p.problem());  // variants beat the baseline
-  }
-
-  absl::StatusOr<std::vector<LlmExchange>> ex = store_->ListLlmExchanges(job->id());
-  ASSERT_TRUE(ex.ok()) << ex.status();
-  ASSERT_EQ(ex->size(), 10u);  // max_prompts, repairs included
+// The job's exchanges: every prompt's version, system prompt and cost; each
+// group's advantages normalised; repairs after failed builds or wrong
+// answers; contrastive prompts later on; every recipe tried. Returns how
+// many samples were rewarded.
+int ExpectExchanges(const std::vector<LlmExchange>& ex) {
   std::map<std::string, int> statuses, recipes;
   int rewarded = 0, with_advantage = 0;
-  for (const LlmExchange& e : *ex) {
+  for (const LlmExchange& e : ex) {
     ++recipes[e.recipe];
     EXPECT_EQ(e.prompt_version, "2026-11-26");
     EXPECT_NE(e.system_prompt.find("anvil_workspace_bytes"), std::string::npos);
@@ -196,17 +202,20 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
   EXPECT_GT(with_advantage, 10);
   // A later prompt carried the measured exemplars and the best's bottleneck.
   bool contrastive = false;
-  for (const LlmExchange& e : *ex) {
+  for (const LlmExchange& e : ex) {
     contrastive |= e.prompt.find("the current best") != std::string::npos &&
                    e.prompt.find("tensor pipe busy") != std::string::npos;
   }
   EXPECT_TRUE(contrastive);
   // The recipe bandit tries every recipe before it favours one.
   EXPECT_GE((recipes["contrast"] > 0) + (recipes["neighbours"] > 0) + (recipes["best"] > 0), 2);
+  return rewarded;
+}
 
-  // The export: one JSON line per rewarded sample, TRL's conversational shape.
+// The export: one JSON line per rewarded sample, TRL's conversational shape.
+void ExpectTrajectories(Store& store, const std::string& job_id, int rewarded) {
   std::stringstream jsonl;
-  absl::StatusOr<TrajectoryCounts> counts = WriteTrajectories(*store_, job->id(), jsonl);
+  absl::StatusOr<TrajectoryCounts> counts = WriteTrajectories(store, job_id, jsonl);
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->written, rewarded);
   std::string line;
@@ -221,7 +230,22 @@ TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
     EXPECT_EQ(j["label"], j["reward"].get<double>() > 0);
   }
   EXPECT_EQ(lines, rewarded);
-  EXPECT_EQ(WriteTrajectories(*store_, "no-such-job", jsonl).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(WriteTrajectories(store, "no-such-job", jsonl).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(LlmJobTest, AWholeJobStoresExchangesRewardsAdvantagesAndRepairs) {
+  std::string job_id;
+  v1::Job done;
+  ASSERT_NO_FATAL_FAILURE(RunJob(&job_id, &done));
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  for (const v1::ProblemProgress& p : done.problems()) {
+    EXPECT_GT(p.speedup(), 1.0) << ProblemName(p.problem());  // variants beat the baseline
+  }
+  absl::StatusOr<std::vector<LlmExchange>> ex = store_->ListLlmExchanges(job_id);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  ASSERT_EQ(ex->size(), 10u);  // max_prompts, repairs included
+  const int rewarded = ExpectExchanges(*ex);
+  ExpectTrajectories(*store_, job_id, rewarded);
 }
 
 }  // namespace
