@@ -3,6 +3,7 @@
 #include "deploy/layout.h"
 #include "prompts/prompts.h"
 #include "server/job_service.h"
+#include "server/proposers/job_setup.h"
 #include "server/proposers/llm/bandit_policy.h"
 #include "server/proposers/llm/llm_proposer.h"
 #include "tests/scripted_kernels.h"
@@ -11,14 +12,17 @@
 namespace anvil::testing {
 namespace {
 
-JobServiceOptions Options(Store& store, CandidateEvaluator& evaluator, llm::Client& client) {
-  JobServiceOptions o;
+// The job service, assembled as every other (server/proposers/job_setup.h),
+// with the LLM proposer on the scripted endpoint.
+JobSetup Setup(Store& store, CandidateEvaluator& evaluator, llm::Client& client) {
+  JobSetup o;
   o.store = &store;
   o.evaluator = &evaluator;
-  o.default_figure = "device";
-  o.build_chunk = 8;
-  o.share_policy = [] { return MakeBanditSharePolicy(); };
-  o.proposers = [&client](const v1::OptimizeKernelRequest&)
+  o.job.default_figure = "device";
+  o.job.build_chunk = 8;
+  ProposerSet set;
+  set.share_policy = [] { return MakeBanditSharePolicy(); };
+  set.factory = [&client](const v1::OptimizeKernelRequest&)
       -> absl::StatusOr<std::vector<std::unique_ptr<Proposer>>> {
     LlmProposerOptions lo;
     lo.client = &client;
@@ -34,6 +38,7 @@ JobServiceOptions Options(Store& store, CandidateEvaluator& evaluator, llm::Clie
     v.push_back(std::move(*p));
     return v;
   };
+  o.proposer_set = std::move(set);
   return o;
 }
 
@@ -64,7 +69,7 @@ absl::StatusOr<ScriptedJobOutcome> RunScriptedJob(Store& store, CandidateEvaluat
   absl::StatusOr<std::unique_ptr<llm::Client>> client = llm::Client::Create(co);
   if (!client.ok()) return client.status();
   absl::StatusOr<std::unique_ptr<JobService>> service =
-      JobService::Create(Options(store, evaluator, **client));
+      MakeJobService(Setup(store, evaluator, **client));
   if (!service.ok()) return service.status();
   v1::OptimizeKernelRequest req;
   for (const v1::Shape& s : shapes) {
