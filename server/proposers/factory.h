@@ -22,12 +22,10 @@
 #include "absl/status/statusor.h"
 #include "seeds/seeds.h"
 #include "server/proposer_set.h"
-#include "store/store.h"
 
 namespace anvil {
 
 struct ProposerSetupOptions {
-  Store* store = nullptr;          // REQUIRES: non-null (the LLM proposer's history), outlives the set
   std::vector<SeedFamily> seeds;   // REQUIRES: non-empty
   std::string llm_config;          // JSON file of an LLM endpoint (llm_proposer.h); "": none
   std::string prompts_dir;         // the prompt templates (with llm_config)

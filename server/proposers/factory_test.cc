@@ -20,9 +20,6 @@ class ProposerFactoryTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/proposer_factory_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_);
-    absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(dir_ + "/anvil.db");
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = *std::move(s);
     absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SOURCE_DIR "/seeds");
     ASSERT_TRUE(seeds.ok()) << seeds.status();
     seeds_ = *seeds;
@@ -30,7 +27,6 @@ class ProposerFactoryTest : public ::testing::Test {
 
   ProposerSetupOptions Options(bool llm) {
     ProposerSetupOptions o;
-    o.store = store_.get();
     o.seeds = seeds_;
     o.prompts_dir = ANVIL_SOURCE_DIR "/prompts";
     if (llm) {  // an endpoint nobody listens on: making the proposer contacts nothing
@@ -59,7 +55,6 @@ class ProposerFactoryTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<Store> store_;
   std::vector<SeedFamily> seeds_;
 };
 

@@ -12,7 +12,6 @@ absl::StatusOr<std::unique_ptr<JobService>> MakeJobService(JobSetup setup) {
   if (setup.proposer_set.has_value()) {
     set = *std::move(setup.proposer_set);
   } else {
-    setup.proposers.store = setup.store;
     setup.proposers.build_chunk = setup.job.build_chunk;
     set = MakeProposerSet(std::move(setup.proposers));
   }
