@@ -28,8 +28,7 @@ struct JobSetup {
   Store* store = nullptr;                   // REQUIRES: non-null, outlives the service
   CandidateEvaluator* evaluator = nullptr;  // REQUIRES: non-null, outlives the service
   JobOptions job;
-  // The node's proposers (factory.h); their store and build chunk are the
-  // ones above.
+  // The node's proposers (factory.h); their build chunk is job.build_chunk.
   ProposerSetupOptions proposers;
   // Instead of the node's proposers: a set made elsewhere (tests' doubles).
   std::optional<ProposerSet> proposer_set;

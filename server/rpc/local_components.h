@@ -17,8 +17,8 @@ ServeComponents LocalServeComponents();
 
 // The node's proposers for a server's options, as local `anvil optimize`
 // makes them: the embedded search over the bundle's seeds, and the LLM
-// proposer when jobs.llm_config names an endpoint (ProposerSetupOptions'
-// store and build chunk are set where the service is assembled).
+// proposer when jobs.llm_config names an endpoint (the build chunk is set
+// where the service is assembled).
 absl::StatusOr<ProposerSetupOptions> NodeProposers(const ServerOptions& o);
 
 }  // namespace anvil

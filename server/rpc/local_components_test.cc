@@ -28,13 +28,10 @@ std::vector<std::string> Names(const ProposerSet& set, const std::string& propos
 TEST(LocalServeComponentsTest, ServedJobsRunTheProposersLocalOptimizeRuns) {
   const std::string dir = ::testing::TempDir() + "/local_components";
   std::filesystem::create_directories(dir);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir + "/anvil.db");
-  ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_FALSE(LocalServeComponents().proposers);  // ServeMain makes the node's
-  const auto node_set = [&store](const ServerOptions& o) -> absl::StatusOr<ProposerSet> {
+  const auto node_set = [](const ServerOptions& o) -> absl::StatusOr<ProposerSet> {
     absl::StatusOr<ProposerSetupOptions> p = NodeProposers(o);
     if (!p.ok()) return p.status();
-    p->store = store->get();
     return MakeProposerSet(*std::move(p));
   };
   for (bool fleet : {false, true}) {
