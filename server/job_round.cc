@@ -275,15 +275,7 @@ std::vector<v1::LtAlgo> JobRun::StoredLtAlgos(const std::vector<int>& problems) 
 // the job and tells the proposers.
 absl::Status JobRun::Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned,
                             bool checkpoint) {
-  MeasuredRound mr;
-  mr.job_id = job_id_;
-  mr.figure = request_.reward_figure();
-  mr.problems = &ledger_.views();
-  mr.observations = &round;
-  mr.tuned = std::move(tuned);
-  for (const auto& cb : callbacks_) {
-    if (absl::Status st = cb->Apply(mr); !st.ok()) return st;
-  }
+  if (absl::Status st = Persist(round, std::move(tuned), {}); !st.ok()) return st;
   const std::optional<v1::RunnerInfo> device = options_.evaluator->device();
   const std::string& keyed_on = ledger_.view(0).problem.gpu();
   if (ledger_.keyed() && device && device->gpu() != keyed_on) {

@@ -226,13 +226,21 @@ absl::Status JobRun::ObserveAll(std::vector<Observation>& round) {
 absl::Status JobRun::KeepRecords() {
   if (records_.empty()) return absl::OkStatus();
   std::vector<Observation> none;
+  std::vector<ProposerRecord> records = std::move(records_);
+  records_.clear();
+  return Persist(none, {}, std::move(records));
+}
+
+// Runs the measure callbacks over a round (or over records alone).
+absl::Status JobRun::Persist(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned,
+                             std::vector<ProposerRecord> records) {
   MeasuredRound mr;
   mr.job_id = job_id_;
   mr.figure = request_.reward_figure();
   mr.problems = &ledger_.views();
-  mr.observations = &none;
-  mr.records = std::move(records_);
-  records_.clear();
+  mr.observations = &round;
+  mr.tuned = std::move(tuned);
+  mr.records = std::move(records);
   for (const auto& cb : callbacks_) {
     if (absl::Status st = cb->Apply(mr); !st.ok()) return st;
   }

@@ -90,6 +90,8 @@ class JobRun {
   absl::Status ObserveAll(std::vector<Observation>& round);
   // Hands SearchView::records to the measure callbacks.
   absl::Status KeepRecords();
+  absl::Status Persist(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned,
+                       std::vector<ProposerRecord> records);
   void Emit(JobEventKind kind, std::string message, int problem = -1, std::string proposer = "");
   void Emitted(JobEvent e);
   CoordinatorTime Coordinator() const;
