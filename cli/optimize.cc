@@ -6,7 +6,6 @@
 // summary is the one `--server optimize` prints (PrintJobSummary). An
 // interrupted or budget-limited run resumes from the store when run again.
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,12 +19,11 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "node/node_facts.h"
-#include "prompts/prompts.h"
 #include "proto/figures.h"
 #include "proto/problem.h"
-#include "seeds/seeds.h"
 #include "server/job_service.h"
 #include "server/proposers/job_setup.h"
+#include "server/rpc/local_components.h"
 #include "server/rpc/options.h"
 #include "store/writer_lock.h"
 #include "worker/local_evaluator.h"
@@ -81,30 +79,21 @@ absl::Status WriteCurve(const std::string& path, const std::string& figure,
   return absl::OkStatus();
 }
 
-// The prompts beside the executable (bundle), else ANVIL_PROMPTS_DIR or the source tree's.
-std::string PromptsDir() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return DefaultPromptsDir(ec ? "." : exe.parent_path().string());
-}
-
-// The in-process coordinator of local mode, with `anvil serve`'s job options
-// (ServerOptions' defaults) and the node's proposers.
-absl::StatusOr<std::unique_ptr<JobService>> LocalJobService(Store& store, CandidateEvaluator& evaluator,
-                                                            std::vector<SeedFamily> seeds,
-                                                            const OptimizeArgs& a) {
+// The in-process coordinator of local mode, as `anvil serve` assembles its
+// own: ServerOptions' job options and the node's proposers (NodeProposers),
+// with this command's flags.
+JobSetup LocalJobSetup(Store& store, CandidateEvaluator& evaluator, ProposerSetupOptions proposers,
+                       const OptimizeArgs& a) {
   ServerOptions server;
   server.default_figure = a.figure;
   JobSetup setup;
   setup.store = &store;
   setup.evaluator = &evaluator;
   setup.job = JobOptionsOf(server);
-  setup.proposers.seeds = std::move(seeds);
-  setup.proposers.llm_config = a.llm_config;
-  setup.proposers.prompts_dir = PromptsDir();
+  setup.proposers = std::move(proposers);
   setup.proposers.seeds_only = a.seeds_only;
   setup.proposers.transfer_from = a.transfer_from;
-  return MakeJobService(std::move(setup));
+  return setup;
 }
 
 // Feeds the display from the job's event stream (JobService::WatchJob), keeps
@@ -222,11 +211,13 @@ int RunOptimize(const Globals& g, const OptimizeArgs& a) {
   wo.build_jobs = a.build_jobs > 0 ? a.build_jobs : DefaultBuildJobs();
   absl::StatusOr<std::unique_ptr<LocalEvaluator>> evaluator = LocalEvaluator::Create(wo);
   if (!evaluator.ok()) return Report(evaluator.status(), kUnavailable);
-  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(DefaultSeedsDir(Toolchain::ExecutableDir()));
-  if (!seeds.ok()) return Report(seeds.status(), kFailed);
-  const size_t families = seeds->size();
+  ServerOptions with_llm;
+  with_llm.llm_config = a.llm_config;
+  absl::StatusOr<ProposerSetupOptions> proposers = NodeProposers(with_llm);
+  if (!proposers.ok()) return Report(proposers.status(), kFailed);
+  const size_t families = proposers->seeds.size();
   absl::StatusOr<std::unique_ptr<JobService>> service =
-      LocalJobService(**store, **evaluator, *std::move(seeds), a);
+      MakeJobService(LocalJobSetup(**store, **evaluator, *std::move(proposers), a));
   if (!service.ok()) return Report(service.status(), kFailed);
   absl::StatusOr<v1::Job> job = (*service)->CreateJob(*req);
   if (!job.ok()) return Report(job.status(), kDatabase);

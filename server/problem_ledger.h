@@ -34,9 +34,6 @@ class ProblemLedger {
   absl::Status SetKeys(const v1::RunnerInfo& device, Store& store, const std::string& job_id);
   bool keyed() const { return keyed_; }
 
-  // Takes one of this job's measurements of problem p into its bests and
-  // plateau; returns whether it became the problem's best.
-  bool Take(int p, const v1::Measurement& m, bool verified);
   // A measurement of this run: counted as tried, taken, the status updated.
   // Returns whether it became the problem's best.
   bool Record(int p, const std::string& candidate_id, const v1::Measurement& m);
@@ -65,6 +62,9 @@ class ProblemLedger {
     std::map<std::string, std::set<std::string>> measured_by;
   };
   absl::Status Load(Store& store, const std::string& job_id);
+  // Takes one of this job's measurements of problem p into its bests and
+  // plateau; returns whether it became the problem's best.
+  bool Take(int p, const v1::Measurement& m, bool verified);
   void UpdateStatus(int p);
 
   const std::string figure_;

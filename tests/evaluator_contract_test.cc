@@ -20,29 +20,11 @@
 #include "server/rpc/metered_evaluator.h"
 #include "server/rpc/metrics.h"
 #include "tests/coordinator/fakes.h"
+#include "tests/naive_kernel.h"
 #include "worker/local_evaluator.h"
 
 namespace anvil {
 namespace {
-
-constexpr char kKernel[] = R"(
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-__global__ void gemm(const __half* A, const __half* B, __half* C, int M, int N, int K) {
-  int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= M || c >= N) return;
-  float acc = 0;
-  for (int k = 0; k < K; ++k) acc += __half2float(A[r * K + k]) * __half2float(B[c * K + k]);
-  C[r * N + c] = __float2half(acc);
-}
-extern "C" size_t anvil_workspace_bytes(int, int, int) { return 0; }
-extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
-                          void*, cudaStream_t s) {
-  dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
-  gemm<<<grid, block, 0, s>>>(A, B, C, M, N, K);
-  return cudaGetLastError() != cudaSuccess;
-}
-)";
 
 // One implementation under test: how to make it, and candidates it builds.
 struct Subject {
@@ -55,7 +37,7 @@ struct Subject {
 
 v1::Candidate RealCandidate(bool compiles, const std::string& tag) {
   v1::Candidate c;
-  c.set_source(absl::StrCat(compiles ? kKernel : "this is not CUDA", "\n// ", tag, "\n"));
+  c.set_source(absl::StrCat(compiles ? testing::kNaiveKernel : "this is not CUDA", "\n// ", tag, "\n"));
   c.set_layout(v1::LAYOUT_NT);
   c.set_arch("sm_90a");
   AssignCandidateId(c);

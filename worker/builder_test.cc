@@ -8,31 +8,12 @@
 
 #include "proto/candidate.h"
 #include "sandbox/sandbox.h"
+#include "tests/naive_kernel.h"
 
 namespace anvil {
 namespace {
 
-constexpr char kKernel[] = R"(
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#ifndef ANVIL_SCALE
-#define ANVIL_SCALE 1
-#endif
-__global__ void gemm(const __half* A, const __half* B, __half* C, int M, int N, int K) {
-  int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= M || c >= N) return;
-  float acc = 0;
-  for (int k = 0; k < K; ++k) acc += __half2float(A[r * K + k]) * __half2float(B[c * K + k]);
-  C[r * N + c] = __float2half(acc * ANVIL_SCALE);
-}
-extern "C" size_t anvil_workspace_bytes(int, int, int) { return 0; }
-extern "C" int anvil_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
-                          void*, cudaStream_t s) {
-  dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
-  gemm<<<grid, block, 0, s>>>(A, B, C, M, N, K);
-  return cudaGetLastError() != cudaSuccess;
-}
-)";
+using testing::kNaiveKernel;
 
 class BuilderTest : public ::testing::Test {
  protected:
@@ -65,7 +46,7 @@ class BuilderTest : public ::testing::Test {
 };
 
 TEST_F(BuilderTest, BuildsReportsUsageAndCaches) {
-  absl::StatusOr<v1::Build> b = builder_->Build(Make(kKernel));
+  absl::StatusOr<v1::Build> b = builder_->Build(Make(kNaiveKernel));
   ASSERT_TRUE(b.ok()) << b.status();
   ASSERT_EQ(b->verdict(), v1::VERDICT_PASSED) << b->error();
   EXPECT_FALSE(b->cache_hit());
@@ -74,14 +55,14 @@ TEST_F(BuilderTest, BuildsReportsUsageAndCaches) {
   EXPECT_GT(b->usage(0).registers(), 0);
   EXPECT_NE(b->flags().find("-DANVIL_SCALE=1"), std::string::npos);
   EXPECT_NE(b->flags().find("-DANVIL_LAYOUT_NT=1"), std::string::npos);
-  absl::StatusOr<v1::Build> again = builder_->Build(Make(kKernel + std::string("   \n")));
+  absl::StatusOr<v1::Build> again = builder_->Build(Make(kNaiveKernel + std::string("   \n")));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->cache_hit());
   EXPECT_EQ(again->artifact(), b->artifact());
 }
 
 TEST_F(BuilderTest, CompileErrorsComeBackTrimmed) {
-  absl::StatusOr<v1::Build> b = builder_->Build(Make(std::string(kKernel) + "\nint broken = undefined_name;\n"));
+  absl::StatusOr<v1::Build> b = builder_->Build(Make(std::string(kNaiveKernel) + "\nint broken = undefined_name;\n"));
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->verdict(), v1::VERDICT_COMPILE_ERROR);
   EXPECT_NE(b->error().find("candidate.cu("), std::string::npos) << b->error();
@@ -90,12 +71,12 @@ TEST_F(BuilderTest, CompileErrorsComeBackTrimmed) {
 }
 
 TEST_F(BuilderTest, RefusesForbiddenFlagsParamsAndSources) {
-  v1::Candidate c = Make(kKernel);
+  v1::Candidate c = Make(kNaiveKernel);
   c.set_flags("-Xcompiler -fplugin=/tmp/evil.so");
   EXPECT_EQ(builder_->Build(c)->verdict(), v1::VERDICT_REJECTED);
-  v1::Candidate p = Make(kKernel, "1 -o /etc/passwd");
+  v1::Candidate p = Make(kNaiveKernel, "1 -o /etc/passwd");
   EXPECT_EQ(builder_->Build(p)->verdict(), v1::VERDICT_REJECTED);
-  v1::Candidate s = Make(std::string("#include <sys/socket.h>\n") + kKernel);
+  v1::Candidate s = Make(std::string("#include <sys/socket.h>\n") + kNaiveKernel);
   absl::StatusOr<v1::Build> b = builder_->Build(s);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->verdict(), v1::VERDICT_REJECTED);
@@ -105,7 +86,7 @@ TEST_F(BuilderTest, RefusesForbiddenFlagsParamsAndSources) {
 }
 
 TEST_F(BuilderTest, BuildAllAnswersInOrder) {
-  std::vector<v1::Candidate> cs = {Make(kKernel, "2"), Make("this is not C++"), Make(kKernel, "3")};
+  std::vector<v1::Candidate> cs = {Make(kNaiveKernel, "2"), Make("this is not C++"), Make(kNaiveKernel, "3")};
   std::vector<absl::StatusOr<v1::Build>> r = builder_->BuildAll(cs);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0]->verdict(), v1::VERDICT_PASSED);
