@@ -63,6 +63,12 @@ struct MeasureRequest {
   // Stored cuBLASLt choices for these shapes (the coordinator reads them from
   // the store); those marked retune are tuned again, themselves contenders.
   std::vector<v1::LtAlgo> known_lt_algos;
+  // FULL: every figure, baselines beside the candidate (a re-check always is).
+  // SCREEN: `figure` only (a proto/figures.h name; "" = graph-cold), fewer
+  // rounds, the baselines timed once per runner process and problem; an
+  // evaluator may measure several screens in one runner process (a batch).
+  v1::Fidelity fidelity = v1::FIDELITY_FULL;
+  std::string figure;
 };
 
 struct MeasureResult {

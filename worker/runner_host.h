@@ -48,6 +48,20 @@ struct RunnerResults {
   double seconds = 0;
 };
 
+// One candidate's problems in a batch (RunnerHost::MeasureBatch).
+struct BatchEntry {
+  v1::Candidate candidate;
+  v1::Build build;                // REQUIRES: build.verdict() == PASSED
+  std::vector<v1::Shape> shapes;  // of the candidate's layout, each measured once
+};
+
+// How a call measures: the fidelity (UNSPECIFIED: the options' protocol as
+// it is) and a screen's figure ("" = graph-cold).
+struct MeasureSpec {
+  v1::Fidelity fidelity = v1::FIDELITY_UNSPECIFIED;
+  std::string figure;
+};
+
 // Puts a newly tuned choice in `algos`, in place of any earlier one for the same
 // problem, cuBLAS version and figure (a runner uses the first that matches).
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
@@ -65,6 +79,19 @@ class RunnerHost {
                                       const std::vector<v1::Shape>& shapes,
                                       const std::vector<v1::LtAlgo>& known,
                                       const std::function<bool()>& cancelled = nullptr);
+  // Measures every entry on its shapes in as few runner processes as it can:
+  // one, unless a candidate ends its process early (a crash, a hang, an
+  // output flood, a sticky CUDA error, or process state it changed), in which
+  // case that candidate's item gets the verdict it would get alone, and the
+  // items after it are measured again in a fresh process (those of a
+  // candidate that hung, flooded its output or did not load are not run, and
+  // say so, as Measure's). Items are sent problem by problem, so that a
+  // screen times each problem's baselines once. results[i] answers
+  // entries[i], measurements[j] its shapes[j].
+  absl::StatusOr<std::vector<RunnerResults>> MeasureBatch(const std::vector<BatchEntry>& entries,
+                                                          const MeasureSpec& spec,
+                                                          const std::vector<v1::LtAlgo>& known,
+                                                          const std::function<bool()>& cancelled = nullptr);
   // Ceilings given in the options or learnt from the first runner, reused by later ones.
   std::optional<v1::Ceilings> ceilings() const;
 

@@ -7,6 +7,7 @@
 # store, for the next run; xz folds the many near-identical kernel sources,
 # ~13x smaller than gzip).
 #   BUDGET=8 DB=bench/state/2026-11-26-dev-search-h200.db.xz bench/scripts/run_search.sh OUT_DIR
+# SHAPES=FILE searches other shapes (default bench/configs/dev_shapes.txt).
 # SLACK: seconds allowed beyond the budget (150) for the verify stage.
 # TRANSFER=H100-80GB-HBM3 starts each problem from its fastest configurations
 # measured on that GPU model (in the same store), re-measured here; FIGURE=warm
@@ -16,6 +17,7 @@
 . "$(dirname "$0")/node.sh"
 BUDGET=${BUDGET:-8}
 DB=${DB:-}
+SHAPES=${SHAPES:-$BENCH/configs/dev_shapes.txt}
 if [ "${BUILD_BENCH:-0}" = 1 ]; then
   timeout 400 "$BENCH_BIN/anvil-build-bench" --configs 16 --jobs 1,2,4,8,16 > "$OUT/build_bench.txt" 2>&1
   grep -v "\[info\]" "$OUT/build_bench.txt"
@@ -28,7 +30,7 @@ elif [ -n "$DB" ]; then
   cp "$DB" "$STORE" || exit 1
 fi
 SECONDS=0
-timeout $((BUDGET * 60 + ${SLACK:-150})) "$ANVIL" --db "$STORE" optimize --shapes "$BENCH/configs/dev_shapes.txt" \
+timeout $((BUDGET * 60 + ${SLACK:-150})) "$ANVIL" --db "$STORE" optimize --shapes "$SHAPES" \
   --budget-minutes "$BUDGET" --curve "$OUT/curve.csv" ${TRANSFER:+--transfer-from "$TRANSFER"} \
   ${FIGURE:+--figure "$FIGURE"} > "$OUT/optimize.log" 2>&1
 echo "optimize rc=$? in ${SECONDS}s"

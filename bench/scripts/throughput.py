@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Measurement throughput of one job, read from its store.
+
+    throughput.py STORE.db [--job ID] [--curve curve.csv] [--util util.csv]
+
+Prints, for the job (default: the newest):
+  measurements per minute (screens: fidelity 'screen'; stores from before
+  fidelities count every measurement as full), full measurements per minute,
+  builds per minute (fresh nvcc builds made while the job ran, cache hits
+  apart), the GPU busy fraction (the runners' wall time the job was charged,
+  over the job's wall time), seconds until each problem's first measurement,
+  and, with --curve (anvil optimize --curve), the geomean of every problem's
+  best-so-far speedup at 2, 5, 10 and 15 minutes; with --util (nvidia-smi
+  utilization.gpu samples, one per second) the mean reported utilization.
+"""
+import argparse
+import csv
+import math
+import sqlite3
+import statistics
+import sys
+
+
+def columns(db, table):
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("store")
+    ap.add_argument("--job")
+    ap.add_argument("--curve")
+    ap.add_argument("--util")
+    a = ap.parse_args()
+    db = sqlite3.connect(a.store)
+    job = a.job or db.execute("SELECT id FROM jobs ORDER BY created_at DESC LIMIT 1").fetchone()[0]
+    created, updated, wall, gpu = db.execute(
+        "SELECT created_at, updated_at, wall_seconds, gpu_seconds FROM jobs WHERE id = ?", (job,)).fetchone()
+    has_fidelity = "fidelity" in columns(db, "measurements")
+    fid = "fidelity" if has_fidelity else "'full'"
+    rows = db.execute(
+        f"SELECT problem_id, measured_at, seconds, verified, {fid} FROM measurements WHERE job_id = ?",
+        (job,)).fetchall()
+    if not rows:
+        sys.exit(f"job {job} has no measurements")
+    first_at = min(r[1] for r in rows)
+    last_at = max(r[1] for r in rows)
+    minutes = max(wall, 1e-9) / 60
+    screens = sum(1 for r in rows if r[4] == "screen")
+    full = len(rows) - screens
+    builds = db.execute(
+        "SELECT COUNT(*), SUM(cache_hit), SUM(seconds) FROM builds WHERE created_at BETWEEN ? AND ?",
+        (created, updated)).fetchone()
+    fresh = (builds[0] or 0) - (builds[1] or 0)
+    firsts = db.execute(
+        "SELECT problem_id, MIN(measured_at) FROM measurements WHERE job_id = ? GROUP BY problem_id",
+        (job,)).fetchall()
+    to_first = sorted((t - created) / 1e3 for _, t in firsts)
+    print(f"job: {job}  wall {wall:.0f} s, runners {gpu:.0f} s, {len(firsts)} problems measured")
+    print(f"measurements per minute: {screens / minutes:.1f}")
+    print(f"full measurements per minute: {full / minutes:.1f}")
+    print(f"builds per minute: {fresh / minutes:.1f}")
+    print(f"measurements: {len(rows)} ({screens} screens, {full} full, "
+          f"{sum(1 for r in rows if r[3])} verified); fresh builds {fresh} "
+          f"(cache hits {builds[1] or 0}), nvcc {builds[2] or 0:.0f} s in all")
+    print(f"GPU busy (runner wall time / job wall time): {gpu / max(wall, 1e-9):.1%}")
+    print(f"first measurement after job start, s: first problem {to_first[0]:.1f}, "
+          f"median {statistics.median(to_first):.1f}, last {to_first[-1]:.1f}")
+    print(f"first to last measurement: {(last_at - first_at) / 1e3:.0f} s")
+    if a.util:
+        with open(a.util) as f:
+            vals = [float(r[0].split()[0]) for r in csv.reader(f) if r and r[0].strip()[0].isdigit()]
+        if vals:
+            print(f"nvidia-smi utilization.gpu: mean {statistics.mean(vals):.1f}% over {len(vals)} samples")
+    if a.curve:
+        best = {}
+        points = []
+        with open(a.curve) as f:
+            for r in csv.DictReader(f):
+                col = next(k for k in r if k.startswith("best_speedup_"))
+                points.append((float(r["seconds"]), r["problem"], float(r[col])))
+        points.sort()
+        problems = len(firsts)
+        for minute in (2, 5, 10, 15):
+            for t, p, s in points:
+                if t <= minute * 60:
+                    best[p] = max(best.get(p, 0), s)
+            if points and points[-1][0] + 1 < (minute - 1) * 60:
+                break
+            have = [s for s in best.values() if s > 0]
+            if have:
+                g = math.exp(sum(math.log(s) for s in have) / len(have))
+                print(f"geomean of best so far at {minute} min: {g:.3f}x "
+                      f"({len(have)} problems with a passing candidate, of {problems} measured)")
+
+
+if __name__ == "__main__":
+    main()
