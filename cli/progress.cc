@@ -72,6 +72,16 @@ std::vector<std::string> ProgressDisplay::Block(const ProgressEvent& e) const {
       "  problems measured %d/%d · builds %d (%d failed, %.1f/min) · measurements %d (%.1f/min)",
       e.problems_measured, e.problems_total, e.builds, e.build_failures, e.builds / minutes,
       e.measurements, e.measurements / minutes));
+  if (e.elapsed_s > 0 && e.gpu_s > 0) {
+    std::string line = absl::StrFormat("  GPU busy %.0f%% (measuring %s of %s)",
+                                       100 * std::min(1.0, e.gpu_s / e.elapsed_s), Clock(e.gpu_s),
+                                       Clock(e.elapsed_s));
+    if (e.has_waits) {
+      absl::StrAppend(&line, absl::StrFormat(" · waiting on builds %s · in proposers %s",
+                                             Clock(e.build_wait_s), Clock(e.proposer_s)));
+    }
+    lines.push_back(line);
+  }
   std::vector<std::string> cells;  // one per problem, wrapped at the terminal's width
   size_t width = 0;
   for (const auto& [problem, speedup] : e.best) {
@@ -153,6 +163,7 @@ ProgressEvent FromJobProgress(const v1::JobProgress& p, double budget_s) {
   std::string state = v1::JobState_Name(job.state());
   e.state = absl::AsciiStrToLower(absl::StripPrefix(state, "JOB_STATE_"));
   e.elapsed_s = job.wall_seconds();
+  e.gpu_s = job.gpu_seconds();
   e.budget_s = budget_s;
   e.problems_total = job.problems_size();
   for (const v1::ProblemProgress& pp : job.problems()) {
@@ -173,6 +184,10 @@ ProgressEvent FromJobEvent(const JobEvent& ev) {
   ProgressEvent e = FromJobProgress(p, ev.usage.max_wall_seconds);
   if (ev.kind == JobEventKind::kProblemDone) e.kind = K::kLog;
   if (ev.usage.wall_seconds > 0) e.elapsed_s = ev.usage.wall_seconds;
+  if (ev.usage.gpu_seconds > 0) e.gpu_s = ev.usage.gpu_seconds;
+  e.build_wait_s = ev.usage.coordinator.build_wait_seconds;
+  e.proposer_s = ev.usage.coordinator.proposer_seconds;
+  e.has_waits = true;
   e.measurements = ev.usage.candidates;
   for (const auto& [name, u] : ev.usage.by_proposer) {
     e.builds += u.built;

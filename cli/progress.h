@@ -52,6 +52,12 @@ struct ProgressEvent {
   int problems_total = 0;
   int problems_measured = 0;
   int64_t builds = 0, build_failures = 0, measurements = 0;
+  // Where the time went: the runners' wall time (the GPU busy), and, where
+  // the coordinator says (in-process jobs), its waits with the GPU idle.
+  double gpu_s = 0;
+  double build_wait_s = 0;     // waiting for builds, nothing to measure
+  double proposer_s = 0;       // in the proposers
+  bool has_waits = false;
   std::vector<std::pair<std::string, double>> best;  // problem -> best speedup so far (0: none)
 };
 

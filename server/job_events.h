@@ -26,13 +26,15 @@ struct ProposerUsage {
 
 // Where this run's wall time went on the job's thread, by the real steady
 // clock (not the service's budget clock): waiting on the evaluator (builds
-// and measurements), in the proposers (Propose, Observe), and the rest: the
+// and measurements; of which waiting for builds with nothing to measure, the
+// GPU idle), in the proposers (Propose, Observe), and the rest: the
 // coordinator's own overhead (scheduling, precheck, store writes, rewards,
 // progress events). `candidates`: sent to the evaluator (measured, or failed
 // to build).
 struct CoordinatorTime {
   double wall_seconds = 0;
   double evaluator_seconds = 0;
+  double build_wait_seconds = 0;
   double proposer_seconds = 0;
   int candidates = 0;
   double overhead_seconds() const { return wall_seconds - evaluator_seconds - proposer_seconds; }

@@ -60,13 +60,29 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
     r.to_build.push_back(i);
     to_build.push_back(o.proposal.candidate);
   }
+  r.build_known.assign(r.to_build.size(), false);
   if (!to_build.empty()) {
     CandidateEvaluator* evaluator = options_.evaluator;
-    r.builds = std::async(std::launch::async, [evaluator, context = Context(), to_build = std::move(to_build)] {
-      return evaluator->Build(to_build, context);
+    std::shared_ptr<RoundSync> sync = r.sync;
+    WorkContext context = Context();
+    context.built = [sync](size_t k, const absl::StatusOr<v1::Build>& b) {
+      absl::MutexLock lock(&sync->mu);
+      sync->built.emplace_back(k, b);
+    };
+    r.builds = std::async(std::launch::async, [evaluator, sync, context = std::move(context),
+                                                to_build = std::move(to_build)] {
+      std::vector<absl::StatusOr<v1::Build>> got = evaluator->Build(to_build, context);
+      absl::MutexLock lock(&sync->mu);
+      sync->builds_done = true;
+      return got;
     });
   }
   return std::optional<Round>(std::move(r));
+}
+
+bool JobRun::Round::Built(size_t i) const {
+  const auto it = std::find(to_build.begin(), to_build.end(), i);
+  return it == to_build.end() || build_known[static_cast<size_t>(it - to_build.begin())];
 }
 
 // Which of a proposal's problems it will be measured on: in range, of its
@@ -103,27 +119,50 @@ Observation JobRun::Precheck(Pending& pending, bool probe) {
   return o;
 }
 
-// Waits for a round's builds; a failed build is measured nowhere.
-absl::Status JobRun::FinishBuilds(Round& r) {
-  if (!r.builds.valid()) return absl::OkStatus();
-  const auto waited_from = std::chrono::steady_clock::now();
-  while (r.builds.wait_for(std::chrono::seconds(1)) != std::future_status::ready) NoteWaiting();
-  std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();
-  coordinator_.evaluator_seconds += Since(waited_from);
-  if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
-  for (size_t k = 0; k < builds.size(); ++k) {
-    if (!builds[k].ok()) return builds[k].status();
-    Observation& o = r.obs[r.to_build[k]];
-    o.build = *builds[k];
-    if (builds[k]->verdict() == v1::VERDICT_PASSED) {
-      built_[o.proposal.candidate.id()] = *builds[k];
-    } else {
-      o.outcome = Outcome::kBuildFailed;
-      o.measured_on.clear();
-      ++coordinator_.candidates;
-    }
+// A build that has ended, into its observation: a failed one is measured nowhere.
+absl::Status JobRun::ApplyBuild(Round& r, size_t k, const absl::StatusOr<v1::Build>& build) {
+  if (k >= r.to_build.size() || r.build_known[k]) return absl::OkStatus();
+  if (!build.ok()) return build.status();
+  r.build_known[k] = true;
+  Observation& o = r.obs[r.to_build[k]];
+  o.build = *build;
+  if (build->verdict() == v1::VERDICT_PASSED) {
+    built_[o.proposal.candidate.id()] = *build;
+  } else {
+    o.outcome = Outcome::kBuildFailed;
+    o.measured_on.clear();
+    ++coordinator_.candidates;
   }
   return absl::OkStatus();
+}
+
+absl::Status JobRun::TakeBuilds(Round& r) {
+  std::vector<std::pair<size_t, absl::StatusOr<v1::Build>>> arrived;
+  bool done = false;
+  {
+    absl::MutexLock lock(&r.sync->mu);
+    arrived.swap(r.sync->built);
+    done = r.sync->builds_done;
+  }
+  for (const auto& [k, build] : arrived) {
+    if (absl::Status st = ApplyBuild(r, k, build); !st.ok()) return st;
+  }
+  if (!done || !r.builds.valid()) return absl::OkStatus();
+  std::vector<absl::StatusOr<v1::Build>> builds = r.builds.get();  // those not streamed
+  if (builds.size() != r.to_build.size()) return absl::InternalError("the evaluator answered fewer builds");
+  for (size_t k = 0; k < builds.size(); ++k) {
+    if (absl::Status st = ApplyBuild(r, k, builds[k]); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+// Waits for every build of the round.
+absl::Status JobRun::FinishBuilds(Round& r) {
+  if (!r.builds.valid()) return TakeBuilds(r);
+  const auto waited_from = std::chrono::steady_clock::now();
+  while (r.builds.wait_for(std::chrono::seconds(1)) != std::future_status::ready) NoteWaiting();
+  coordinator_.evaluator_seconds += Since(waited_from);
+  return TakeBuilds(r);
 }
 
 // Whether a built proposal is no longer to be measured: the job stops, its
@@ -166,81 +205,119 @@ std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observat
     }
   }
   req.known_lt_algos = StoredLtAlgos(o.measured_on);
+  req.fidelity = req.recheck ? v1::FIDELITY_FULL : o.proposal.fidelity;
+  req.figure = request_.reward_figure();
   return req;
 }
 
-// Measures the round's built proposals, each in its own runner process, as
-// many at once as the evaluator has GPU slots (one on a local GPU: one at a
-// time), in the round's order. The budget is checked before each is sent, and
-// each is finished as it comes back; the rest (failed builds, skipped) and the
-// checkpoint come at the round's end.
-absl::Status JobRun::MeasureRound(Round& r) {
+// Measures the round's proposals as their builds end, as many calls at once
+// as the evaluator has GPU slots (one on a local GPU: one at a time), built
+// ones in the round's order. A call is one full measurement or re-check (its
+// own runner process), or built screens up to options_.measure_batch items
+// (one runner process: each problem's baselines timed once). The budget is
+// checked before each call is sent, and each proposal is finished as its call
+// comes back; the rest (failed builds, skipped) and the checkpoint come at the
+// round's end. Once every build has ended, the next round is picked and
+// starts building (`next`), so the GPU never waits on a whole round's builds.
+absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
   struct InFlight {
-    Observation obs;
+    std::vector<Observation> obs;
     std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
   };
-  absl::Mutex mu;              // declared before `flying`: outlives the threads it joins
-  std::vector<int> came_back;  // guarded by mu: sent measurements that have come back
+  std::shared_ptr<RoundSync> sync = r.sync;
   std::vector<Observation> rest;
+  std::vector<bool> sent_or_skipped(r.obs.size(), false);
   std::map<int, InFlight> flying;  // by the order sent; their futures join on every way out
   CandidateEvaluator* evaluator = options_.evaluator;
   int sent = 0;
-  size_t next = 0;
-  while (next < r.obs.size() || !flying.empty()) {
+  auto unhandled = [&] { return std::find(sent_or_skipped.begin(), sent_or_skipped.end(), false) != sent_or_skipped.end(); };
+  while (unhandled() || !flying.empty()) {
+    if (absl::Status st = TakeBuilds(r); !st.ok()) return st;
+    if (next != nullptr && !next->has_value() && r.AllBuilt() && !final_phase_) {
+      absl::StatusOr<std::optional<Round>> prepared = PrepareRound();
+      if (!prepared.ok()) return prepared.status();
+      *next = *std::move(prepared);
+      next = nullptr;  // picked once, even when there was nothing to pick
+    }
     const size_t slots = static_cast<size_t>(std::max(1, evaluator->MeasureSlots()));
-    while (next < r.obs.size() && flying.size() < slots) {
-      Observation& o = r.obs[next++];
-      std::optional<MeasureRequest> req = Admit(o, rest);
-      if (!req) continue;
+    while (flying.size() < slots) {
+      std::vector<Observation> batch;
+      std::vector<MeasureRequest> requests;
+      size_t items = 0;
+      for (size_t i = 0; i < r.obs.size(); ++i) {
+        if (sent_or_skipped[i] || !r.Built(i)) continue;
+        Observation& o = r.obs[i];
+        const bool screen = o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
+        // A full measurement goes alone; screens fill a batch.
+        if (!requests.empty() && (!screen || requests.front().fidelity != v1::FIDELITY_SCREEN ||
+                                  items >= static_cast<size_t>(std::max(1, options_.measure_batch)))) {
+          break;
+        }
+        sent_or_skipped[i] = true;
+        std::optional<MeasureRequest> req = Admit(o, rest);
+        if (!req) continue;
+        items += req->shapes.size();
+        requests.push_back(*std::move(req));
+        batch.push_back(std::move(o));
+      }
+      if (requests.empty()) break;
       const int id = sent++;
-      flying[id] = {std::move(o), std::async(std::launch::async, [evaluator, &mu, &came_back, id,
-                                                                  context = Context(), req = *std::move(req)] {
-                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure({req}, context);
-                      absl::MutexLock lock(&mu);
-                      came_back.push_back(id);
+      flying[id] = {std::move(batch),
+                    std::async(std::launch::async, [evaluator, sync, id, context = Context(),
+                                                    requests = std::move(requests)] {
+                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure(requests, context);
+                      absl::MutexLock lock(&sync->mu);
+                      sync->came_back.push_back(id);
                       return got;
                     })};
     }
-    if (flying.empty()) break;
+    if (!unhandled() && flying.empty()) break;
+    // Wait for a call to come back or a build to end; with nothing in flight
+    // the GPU waits on the builds.
     const auto waited_from = std::chrono::steady_clock::now();
-    int id = 0;
-    for (bool got = false; !got;) {
-      {
-        absl::MutexLock lock(&mu);
-        got = mu.AwaitWithTimeout(absl::Condition(+[](std::vector<int>* v) { return !v->empty(); }, &came_back),
-                                  absl::Seconds(1));
-        if (got) {
-          id = came_back.front();
-          came_back.erase(came_back.begin());
-        }
+    const bool idle = flying.empty();
+    std::optional<int> id;
+    {
+      RoundSync::Wake wake{sync.get(), r.builds.valid()};
+      absl::MutexLock lock(&sync->mu);
+      const bool any = sync->mu.AwaitWithTimeout(absl::Condition(&RoundSync::Woken, &wake), absl::Seconds(1));
+      if (any && !sync->came_back.empty()) {
+        id = sync->came_back.front();
+        sync->came_back.erase(sync->came_back.begin());
       }
-      if (!got) NoteWaiting();  // a fleet with no live worker able to measure says so
     }
-    auto it = flying.find(id);
-    std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();
     coordinator_.evaluator_seconds += Since(waited_from);
-    Observation o = std::move(it->second.obs);
+    if (idle) coordinator_.build_wait_seconds += Since(waited_from);
+    if (!id) {
+      NoteWaiting();  // a fleet with no live worker able to measure says so
+      continue;
+    }
+    auto it = flying.find(*id);
+    std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();
+    std::vector<Observation> batch = std::move(it->second.obs);
     flying.erase(it);
-    if (absl::Status st = Complete(std::move(o), std::move(results)); !st.ok()) return st;
+    if (results.size() != batch.size()) return absl::InternalError("the evaluator answered fewer measurements");
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (absl::Status st = Complete(std::move(batch[k]), std::move(results[k])); !st.ok()) return st;
+    }
   }
   return Finish(rest, {}, true);
 }
 
 // A measured proposal, finished at once: its proposer sees it before the
 // proposals admitted after it.
-absl::Status JobRun::Complete(Observation o, std::vector<absl::StatusOr<MeasureResult>> results) {
+absl::Status JobRun::Complete(Observation o, absl::StatusOr<MeasureResult> result) {
   ++coordinator_.candidates;
-  if (results.empty()) return absl::InternalError("the evaluator answered no measurement");
-  if (!results[0].ok()) return results[0].status();
+  if (!result.ok()) return result.status();
   o.outcome = Outcome::kMeasured;
-  o.measurements = std::move(results[0]->measurements);
+  o.measurements = std::move(result->measurements);
   o.measurements.resize(std::min(o.measurements.size(), o.measured_on.size()));
   o.measured_on.resize(o.measurements.size());
-  budget_.AddGpu(results[0]->gpu_seconds);
-  usage_[ProposerIndex(o)].gpu_seconds += results[0]->gpu_seconds;
+  budget_.AddGpu(result->gpu_seconds);
+  usage_[ProposerIndex(o)].gpu_seconds += result->gpu_seconds;
   std::vector<Observation> one;
   one.push_back(std::move(o));
-  return Finish(one, std::move(results[0]->tuned), false);
+  return Finish(one, std::move(result->tuned), false);
 }
 
 // The store's cuBLASLt choices for these problems, each problem's once per

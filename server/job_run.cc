@@ -52,15 +52,16 @@ absl::StatusOr<v1::JobState> JobRun::Run() {
   const CoordinatorTime c = Coordinator();
   Emit(JobEventKind::kLog,
        absl::StrFormat("coordinator overhead: %.2f ms per candidate (%d candidates; of %.1f s wall, "
-                       "%.1f s waiting on the evaluator, %.1f s in the proposers, %.2f s scheduling, "
-                       "storing and reporting)",
+                       "%.1f s waiting on the evaluator (%.1f s of it on builds, nothing to measure), "
+                       "%.1f s in the proposers, %.2f s scheduling, storing and reporting)",
                        c.overhead_ms_per_candidate(), c.candidates, c.wall_seconds, c.evaluator_seconds,
-                       c.proposer_seconds, c.overhead_seconds()));
+                       c.build_wait_seconds, c.proposer_seconds, c.overhead_seconds()));
   return stopped_ ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
 }
 
-// Rounds until the job ends: each round's builds finish while the round
-// before it is measured; then the proposers' re-checks (the final phase).
+// Rounds until the job ends: each round's candidates are measured as their
+// builds end, and the next round builds while this one is measured; then the
+// proposers' re-checks (the final phase).
 // UNSPECIFIED: the rounds ended (budget spent, nothing more to propose, or
 // stopped), for Run to finish; any other state or an error ends the run as is.
 absl::StatusOr<v1::JobState> JobRun::Loop() {
@@ -85,13 +86,10 @@ absl::StatusOr<v1::JobState> JobRun::Loop() {
     }
     Round round = *std::move(next);
     next.reset();
-    if (absl::Status st = FinishBuilds(round); !st.ok()) return Interrupted(st);
-    if (ledger_.keyed() && !final_phase_) {  // the next round builds while this one is measured
-      absl::StatusOr<std::optional<Round>> r = PrepareRound();
-      if (!r.ok()) return r.status();
-      next = *std::move(r);
-    }
-    if (absl::Status st = MeasureRound(round); !st.ok()) return Interrupted(st);
+    // What is built is measured while the rest builds; the next round builds
+    // once this one's builds are done, while this one is still measured.
+    absl::Status st = MeasureRound(round, ledger_.keyed() && !final_phase_ ? &next : nullptr);
+    if (!st.ok()) return Interrupted(st);
   }
   if (absl::Status st = StopRounds(std::move(next)); !st.ok()) return st;
   return v1::JOB_STATE_UNSPECIFIED;

@@ -9,6 +9,7 @@
 #ifndef ANVIL_SERVER_JOB_RUN_H_
 #define ANVIL_SERVER_JOB_RUN_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/fair_scheduler.h"
 #include "server/history.h"
 #include "server/job_budget.h"
@@ -62,11 +64,34 @@ class JobRun {
 
  private:
   using Pending = FairScheduler::Pending;
+  // What a round's threads hand the job thread: builds as they end (where the
+  // evaluator streams them), the end of the Build call, and the measurement
+  // calls that have come back.
+  struct RoundSync {
+    absl::Mutex mu;
+    std::vector<std::pair<size_t, absl::StatusOr<v1::Build>>> built ABSL_GUARDED_BY(mu);  // (to_build index, result)
+    bool builds_done ABSL_GUARDED_BY(mu) = false;
+    std::vector<int> came_back ABSL_GUARDED_BY(mu);
+    // What the job thread waits for: a call back, a build ended, or (while
+    // it has not taken them) the Build call's answer.
+    struct Wake {
+      RoundSync* sync;
+      bool builds_pending;
+    };
+    static bool Woken(Wake* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // called with mu held
+      return !w->sync->came_back.empty() || !w->sync->built.empty() ||
+             (w->builds_pending && w->sync->builds_done);
+    }
+  };
   // A picked round: its observations-to-be, and its builds under way.
   struct Round {
     std::vector<Observation> obs;
-    std::vector<size_t> to_build;  // obs indices being built, in build order
+    std::vector<size_t> to_build;    // obs indices being built, in build order
+    std::vector<bool> build_known;   // [k]: to_build[k]'s build is in its observation
+    std::shared_ptr<RoundSync> sync = std::make_shared<RoundSync>();
     std::future<std::vector<absl::StatusOr<v1::Build>>> builds;
+    bool Built(size_t i) const;      // obs[i] needs no build, or has it
+    bool AllBuilt() const { return std::find(build_known.begin(), build_known.end(), false) == build_known.end(); }
   };
 
   // The loop (job_run.cc).
@@ -99,11 +124,17 @@ class JobRun {
   // A round's pipeline (job_round.cc).
   absl::StatusOr<std::optional<Round>> PrepareRound();
   Observation Precheck(Pending& pending, bool probe);
+  // Takes the builds that have ended into their observations (a failed one
+  // is measured nowhere); FinishBuilds first waits for all.
+  absl::Status TakeBuilds(Round& r);
+  absl::Status ApplyBuild(Round& r, size_t k, const absl::StatusOr<v1::Build>& build);
   absl::Status FinishBuilds(Round& r);
   std::string SkipNow(const Proposal& p);
   std::optional<MeasureRequest> Admit(Observation& o, std::vector<Observation>& rest);
-  absl::Status MeasureRound(Round& r);
-  absl::Status Complete(Observation o, std::vector<absl::StatusOr<MeasureResult>> results);
+  // Measures the round as its builds end; once they all have, `next` (when
+  // given and empty) becomes the next round, building meanwhile.
+  absl::Status MeasureRound(Round& r, std::optional<Round>* next);
+  absl::Status Complete(Observation o, absl::StatusOr<MeasureResult> result);
   std::vector<v1::LtAlgo> StoredLtAlgos(const std::vector<int>& problems);
   absl::Status Finish(std::vector<Observation>& round, std::vector<v1::LtAlgo> tuned, bool checkpoint);
   void Release(const std::vector<Observation>& round);

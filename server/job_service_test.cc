@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "tests/coordinator/fakes.h"
 
 namespace anvil {
@@ -74,6 +76,7 @@ class JobServiceTest : public ::testing::Test {
       std::vector<std::unique_ptr<Proposer>> out;
       for (const auto& [n, script] : scripts) {
         auto p = std::make_unique<ScriptedProposer>(n, script);
+        p->fidelity = fidelity_;
         proposers_.push_back(p.get());
         out.push_back(std::move(p));
       }
@@ -89,6 +92,7 @@ class JobServiceTest : public ::testing::Test {
   FakeClock clock_;
   FakeEvaluator evaluator_{&clock_};
   std::vector<ScriptedProposer*> proposers_;
+  v1::Fidelity fidelity_ = v1::FIDELITY_FULL;  // of the scripted proposers' proposals
 };
 
 TEST_F(JobServiceTest, AJobRunsTheWholeLoopAndReportsVerifiedWinners) {
@@ -129,6 +133,48 @@ TEST_F(JobServiceTest, AJobRunsTheWholeLoopAndReportsVerifiedWinners) {
   EXPECT_EQ(events.back().job.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(events.back().usage.by_proposer.size(), 0u);  // the final state event is the store's job
   EXPECT_GT(events[events.size() - 2].usage.by_proposer.at("scripted").gpu_seconds, 0);
+}
+
+// Screens share a Measure call (one runner process), up to the batch size; a
+// re-check has its own; the store and the rewards say which each was.
+TEST_F(JobServiceTest, ScreensAreBatchedAndEveryMeasurementSaysItsFidelity) {
+  fidelity_ = v1::FIDELITY_SCREEN;
+  const v1::OptimizeKernelRequest req = Request(2, 1);
+  std::unique_ptr<JobService> service = Service(Script(req, 4));
+  absl::StatusOr<v1::Job> job = service->CreateJob(req);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<v1::Job> done = service->RunJob(job->id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  size_t most = 0;
+  for (const std::vector<MeasureRequest>& call : evaluator_.measure_calls) {
+    most = std::max(most, call.size());
+    for (const MeasureRequest& r : call) {
+      EXPECT_EQ(r.fidelity, r.recheck ? v1::FIDELITY_FULL : v1::FIDELITY_SCREEN);
+      if (r.recheck) {
+        EXPECT_EQ(call.size(), 1u);
+      }
+      EXPECT_EQ(r.figure, "device");  // the job's figure
+    }
+  }
+  EXPECT_GT(most, 1u);
+  int screens = 0, full = 0;
+  for (const v1::ProblemProgress& p : done->problems()) {
+    absl::StatusOr<std::vector<StoredMeasurement>> history = store_->SearchHistory(p.problem(), job->id());
+    ASSERT_TRUE(history.ok()) << history.status();
+    for (const StoredMeasurement& m : *history) {
+      const bool screen = m.measurement.fidelity() == v1::FIDELITY_SCREEN;
+      screens += screen;
+      full += !screen;
+      EXPECT_EQ(screen, !m.measurement.verified());  // only re-checks verify, and they are full
+    }
+  }
+  EXPECT_EQ(screens, 3 * 3);
+  EXPECT_EQ(full, 3);
+  absl::StatusOr<std::vector<Reward>> rewards = store_->ListRewards(job->id());
+  ASSERT_TRUE(rewards.ok());
+  int labelled = 0;
+  for (const Reward& r : *rewards) labelled += absl::StrContains(r.details_json, R"("fidelity":"screen")");
+  EXPECT_EQ(labelled, 3 * 3);
 }
 
 // A proposer that plans every nt problem before any nn one (as the seed

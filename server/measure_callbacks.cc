@@ -157,8 +157,10 @@ class RewardCallback : public MeasureCallback {
     rec.value = r.value;
     rec.kind = r.kind;
     rec.figure = round.figure;
-    rec.details_json = absl::StrFormat(R"({"proposer":"%s","stage":"%s"})",
-                                       o.proposal.candidate.proposer(), o.proposal.stage);
+    const bool screen = problem != nullptr && o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
+    rec.details_json = absl::StrFormat(R"({"proposer":"%s","stage":"%s","fidelity":"%s"})",
+                                       o.proposal.candidate.proposer(), o.proposal.stage,
+                                       problem == nullptr ? "" : screen ? "screen" : "full");
     return store_.PutReward(rec).status();
   }
 

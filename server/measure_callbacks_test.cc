@@ -87,7 +87,7 @@ TEST_F(MeasureCallbacksTest, ExchangesAndOutcomesAreKeptByTheProposersKeys) {
   e.job_id = "job-1";
   e.model = "scripted";
   e.prompt = "write a kernel";
-  for (int i = 0; i < 2; ++i) e.samples.push_back({0, i, "answer", "", "proposed", "", {}, {}, ""});
+  for (int i = 0; i < 2; ++i) e.samples.push_back({0, i, "answer", "", "proposed", "", {}, {}, "", ""});
   LlmSample outcome;
   outcome.reward = 0.5;
   outcome.advantage = 1.0;

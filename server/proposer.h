@@ -112,6 +112,10 @@ struct Proposal {
   // verified (what promotes a problem's best). Measured even in the final phase.
   bool recheck = false;
   std::string stage;             // where it came from, for progress ("screen", "llm-repair")
+  // How it is measured (types.proto's Fidelity): SCREEN, what ranking needs
+  // at a fraction of the GPU time, or FULL, every figure. A re-check is
+  // always FULL.
+  v1::Fidelity fidelity = v1::FIDELITY_FULL;
   // Measured only while SearchView::elapsed_seconds is below this (0: no
   // deadline); past it the proposal is skipped. A proposer's own stage
   // budget (the embedded search keeps a share for its last stage).

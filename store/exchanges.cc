@@ -134,13 +134,13 @@ absl::StatusOr<int64_t> Store::PutLlmExchange(const LlmExchange& e) {
   for (const LlmSample& sample : e.samples) {
     STORE_ASSIGN_OR_RETURN(
         Stmt s, db_->Prepare("INSERT INTO llm_samples (exchange_id, sample_index, response, "
-                             "candidate_id, status, reason, reward, advantage, reward_kind) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                             "candidate_id, status, reason, reward, advantage, reward_kind, "
+                             "reward_fidelity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     s.BindInt(id).BindInt(sample.sample_index).BindText(sample.response);
     s.BindTextOrNull(sample.candidate_id).BindText(sample.status).BindText(sample.reason);
     store_internal::BindOptionalReal(s, sample.reward);
     store_internal::BindOptionalReal(s, sample.advantage);
-    s.BindText(sample.reward_kind);
+    s.BindText(sample.reward_kind).BindText(sample.reward_fidelity);
     STORE_RETURN_IF_ERROR(WithContext(s.Run(), "storing LLM sample"));
   }
   STORE_RETURN_IF_ERROR(txn.Commit());
@@ -152,12 +152,12 @@ absl::Status Store::SetLlmSampleOutcome(int64_t exchange_id, int sample_index,
   absl::MutexLock lock(&mu_);
   STORE_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("UPDATE llm_samples SET candidate_id = coalesce(?, candidate_id), "
-                           "reward = ?, advantage = ?, reward_kind = ? "
+                           "reward = ?, advantage = ?, reward_kind = ?, reward_fidelity = ? "
                            "WHERE exchange_id = ? AND sample_index = ?"));
   s.BindTextOrNull(o.candidate_id);
   store_internal::BindOptionalReal(s, o.reward);
   store_internal::BindOptionalReal(s, o.advantage);
-  s.BindText(o.reward_kind).BindInt(exchange_id).BindInt(sample_index);
+  s.BindText(o.reward_kind).BindText(o.reward_fidelity).BindInt(exchange_id).BindInt(sample_index);
   STORE_RETURN_IF_ERROR(WithContext(s.Run(), "updating LLM sample"));
   if (db_->Changes() == 0) {
     return absl::NotFoundError(
@@ -206,7 +206,8 @@ absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::stri
   }
   STORE_ASSIGN_OR_RETURN(
       Stmt q, db_->Prepare("SELECT l.exchange_id, l.id, l.sample_index, l.response, l.candidate_id, "
-                           "l.status, l.reason, l.reward, l.advantage, l.reward_kind "
+                           "l.status, l.reason, l.reward, l.advantage, l.reward_kind, "
+                           "l.reward_fidelity "
                            "FROM llm_samples l JOIN llm_exchanges e ON e.id = l.exchange_id "
                            "WHERE e.job_id = ? ORDER BY l.exchange_id, l.sample_index"));
   q.BindText(job_id);
@@ -225,6 +226,7 @@ absl::StatusOr<std::vector<LlmExchange>> Store::ListLlmExchanges(const std::stri
     l.reward = store_internal::OptionalReal(q, 7);
     l.advantage = store_internal::OptionalReal(q, 8);
     l.reward_kind = q.Text(9);
+    l.reward_fidelity = q.Text(10);
   }
 }
 

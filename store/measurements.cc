@@ -24,8 +24,8 @@ const std::string& InsertMeasurementSql() {
       TimingColumns(""),
       ", sol_us, efficiency, graph_capturable, kernels_per_call, kernel_names, "
       "streams_per_call, workspace_bytes, profile, gpu_uuid, worker, measured_at, seconds, "
-      "versions, verified, created_at, graph_note) VALUES (",
-      Placeholders(8 + kTimingColumnCount + 16), ")");
+      "versions, verified, created_at, graph_note, fidelity) VALUES (",
+      Placeholders(8 + kTimingColumnCount + 17), ")");
   return sql;
 }
 
@@ -81,6 +81,7 @@ void BindMeasurement(Stmt& s, const v1::Measurement& m, int64_t problem_id,
   s.BindInt(m.measured_at_unix_ms() != 0 ? m.measured_at_unix_ms() : now);
   s.BindReal(m.seconds()).BindText(m.versions()).BindInt(m.verified() ? 1 : 0).BindInt(now);
   s.BindText(m.graph_note());
+  s.BindText(m.fidelity() == v1::FIDELITY_SCREEN ? "screen" : "full");
 }
 
 absl::StatusOr<int64_t> InsertMeasurement(Db& db, const v1::Measurement& m,
@@ -132,6 +133,7 @@ absl::Status ReadMeasurementColumns(const Stmt& s, StoredMeasurement* out) {
   m.set_versions(s.Text(c++));
   m.set_verified(s.Int(c++) != 0);
   m.set_graph_note(s.Text(c++));
+  m.set_fidelity(s.Text(c++) == "screen" ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
   ReadProblem(s, c, m.mutable_problem());
   return absl::OkStatus();
 }
@@ -191,7 +193,7 @@ const std::string& MeasurementSelect() {
       TimingColumns("m."),
       ", m.sol_us, m.efficiency, m.graph_capturable, m.kernels_per_call, m.kernel_names, "
       "m.streams_per_call, m.workspace_bytes, m.profile, m.gpu_uuid, m.worker, m.measured_at, "
-      "m.seconds, m.versions, m.verified, m.graph_note, ",
+      "m.seconds, m.versions, m.verified, m.graph_note, m.fidelity, ",
       ProblemColumns("p."), " FROM measurements m JOIN problems p ON p.id = m.problem_id ");
   return sql;
 }

@@ -78,6 +78,9 @@ struct LlmSample {
   std::optional<double> reward;
   std::optional<double> advantage;
   std::string reward_kind;  // "speedup", "compile_error", "rejected", ...
+  // The fidelity of the measurements the reward came from ("screen",
+  // "full"; "" when none did: a failed build, a refusal).
+  std::string reward_fidelity;
 };
 
 // One request/response with an LLM endpoint, kept for training-data export.

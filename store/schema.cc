@@ -305,6 +305,16 @@ constexpr const char kSchemaV8[] =
     "  detail TEXT NOT NULL, at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX worker_evidence_worker ON worker_evidence (worker_id, at);";
 
+// measurements.fidelity: 'full' (every figure, baselines beside the
+// candidate; every row from before this step) or 'screen' (the job's figure
+// only, fewer rounds, baselines timed once per runner process and problem).
+// llm_samples.reward_fidelity: the fidelity of the measurements a sample's
+// reward came from ('' when none: a build failure, a refusal).
+constexpr const char kSchemaV9[] =
+    "ALTER TABLE measurements ADD COLUMN fidelity TEXT NOT NULL DEFAULT 'full'"
+    "  CHECK (fidelity IN ('full', 'screen'));"
+    "ALTER TABLE llm_samples ADD COLUMN reward_fidelity TEXT NOT NULL DEFAULT '';";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
@@ -314,6 +324,7 @@ constexpr Migration kMigrations[] = {
     {6, kSchemaV6},
     {7, kSchemaV7},
     {8, kSchemaV8},
+    {9, kSchemaV9},
 };
 
 struct Header {

@@ -160,15 +160,16 @@ TEST_F(StoreJobsTest, LlmExchangesKeepTheirSamplesRewardsAndAdvantages) {
   e.cost_usd = 0.0125;
   e.http_requests = 3;
   e.samples.push_back({0, 0, "```cuda ...```", "cand0", "proposed", "", std::nullopt,
-                       std::nullopt, ""});
+                       std::nullopt, "", ""});
   e.samples.push_back({0, 1, "no idea", "", "no_code", "the answer has no code block", -10.0,
-                       std::nullopt, "rejected"});
+                       std::nullopt, "rejected", ""});
   absl::StatusOr<int64_t> id = store_->PutLlmExchange(e);
   ASSERT_TRUE(id.ok()) << id.status();
   LlmSample outcome;
   outcome.reward = 0.25;
   outcome.advantage = 1.0;
   outcome.reward_kind = "speedup";
+  outcome.reward_fidelity = "screen";
   ASSERT_TRUE(store_->SetLlmSampleOutcome(*id, 0, outcome).ok());
   EXPECT_EQ(store_->SetLlmSampleOutcome(*id, 7, outcome).code(), absl::StatusCode::kNotFound);
   auto got = store_->ListLlmExchanges("job-s");
@@ -183,6 +184,8 @@ TEST_F(StoreJobsTest, LlmExchangesKeepTheirSamplesRewardsAndAdvantages) {
   ASSERT_EQ(g.samples.size(), 2u);
   EXPECT_EQ(g.samples[0].candidate_id, "cand0");  // kept: the outcome named none
   EXPECT_EQ(g.samples[0].reward, 0.25);
+  EXPECT_EQ(g.samples[0].reward_fidelity, "screen");
+  EXPECT_EQ(g.samples[1].reward_fidelity, "");
   EXPECT_EQ(g.samples[0].advantage, 1.0);
   EXPECT_EQ(g.samples[1].status, "no_code");
   EXPECT_EQ(g.samples[1].reward, -10.0);

@@ -103,6 +103,7 @@ TEST(StoreOpenTest, VersionThreeKeepsOldRowsAndSaysTheyHaveNoGraphFigures) {
   EXPECT_DOUBLE_EQ(m->measurement.timings().device().median_us(), 7.5);
   EXPECT_FALSE(m->measurement.timings().has_graph_cold());
   EXPECT_EQ(m->measurement.graph_note(), kPredatesGraphTiming);
+  EXPECT_EQ(m->measurement.fidelity(), v1::FIDELITY_FULL);  // every row before fidelities
   EXPECT_TRUE(PredatesFigure(m->measurement, "graph-cold"));
   EXPECT_FALSE(PredatesFigure(m->measurement, "device"));
   std::optional<LtAlgo> device = *store->GetLtAlgo(p, "130100", "device");

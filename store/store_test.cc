@@ -155,7 +155,9 @@ TEST(StoreRoundTripTest, MeasurementWithBaselinesAndSamples) {
   ASSERT_TRUE(store->PutCandidate(TestCandidate("c1")).ok());
   v1::Measurement m = TestMeasurement("c1", TestProblem(4096, 4096, 4096), 812.5, 50);
   m.set_measured_at_unix_ms(1763700000000);
+  m.set_fidelity(v1::FIDELITY_SCREEN);
   v1::Measurement failed;  // no timings at all: stays absent
+  failed.set_fidelity(v1::FIDELITY_FULL);
   failed.set_candidate_id("c1");
   *failed.mutable_problem() = TestProblem(4096, 4096, 4096);
   failed.set_verdict(v1::VERDICT_INCORRECT);

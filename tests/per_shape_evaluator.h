@@ -2,9 +2,11 @@
 // whole jobs on the CPU. A subclass says what one build and one measurement
 // of a candidate on one shape give; this base answers the batches the way
 // the interface's contract says (results[i] answers requests[i], a
-// measurement per shape with the candidate's id, Cancelled for work asked
-// after the context is cancelled; tests/evaluator_contract_test.cc) and
-// reports a fake H100 ("FAKE-H100", sm_90a, 132 SMs) unless told otherwise.
+// measurement per shape with the candidate's id and the fidelity asked for,
+// each build handed to WorkContext::built as it ends, Cancelled for work
+// asked after the context is cancelled; tests/evaluator_contract_test.cc),
+// keeps how many requests each Measure call carried, and reports a fake H100
+// ("FAKE-H100", sm_90a, 132 SMs) unless told otherwise.
 // Not thread-safe; a job calls it from one thread.
 #ifndef ANVIL_TESTS_PER_SHAPE_EVALUATOR_H_
 #define ANVIL_TESTS_PER_SHAPE_EVALUATOR_H_
@@ -28,6 +30,7 @@ class PerShapeEvaluator : public CandidateEvaluator {
       }
       v1::Build b = BuildOne(c);
       b.set_candidate_id(c.id());
+      if (context.built) context.built(out.size(), b);
       out.push_back(std::move(b));
     }
     return out;
@@ -35,6 +38,7 @@ class PerShapeEvaluator : public CandidateEvaluator {
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
                                                      const WorkContext& context = {}) override {
     std::vector<absl::StatusOr<MeasureResult>> out;
+    measure_calls.push_back(rs);
     for (const MeasureRequest& r : rs) {
       if (context.Cancelled()) {
         out.push_back(absl::CancelledError("the work was cancelled"));
@@ -48,6 +52,8 @@ class PerShapeEvaluator : public CandidateEvaluator {
       for (const v1::Shape& s : r.shapes) {
         v1::Measurement m = MeasureShape(r, s);
         m.set_candidate_id(r.candidate.id());
+        const bool screen = r.fidelity == v1::FIDELITY_SCREEN && !r.recheck;
+        m.set_fidelity(screen ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
         res.measurements.push_back(std::move(m));
       }
       res.gpu_seconds = double(r.shapes.size());
@@ -62,6 +68,8 @@ class PerShapeEvaluator : public CandidateEvaluator {
     info.set_sm_count(132);
     return info;
   }
+
+  std::vector<std::vector<MeasureRequest>> measure_calls;  // every Measure call's requests
 
  protected:
   virtual v1::Build BuildOne(const v1::Candidate& c) = 0;

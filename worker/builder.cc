@@ -169,12 +169,16 @@ absl::StatusOr<v1::Build> Builder::Compile(const v1::Candidate& c,
 }
 
 std::vector<absl::StatusOr<v1::Build>> Builder::BuildAll(
-    const std::vector<v1::Candidate>& candidates, const std::function<bool()>& cancelled) const {
+    const std::vector<v1::Candidate>& candidates, const std::function<bool()>& cancelled,
+    const std::function<void(size_t, const absl::StatusOr<v1::Build>&)>& built) const {
   std::vector<absl::StatusOr<v1::Build>> results(candidates.size(),
                                                  absl::UnknownError("not built"));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) results[i] = Build(candidates[i], cancelled);
+    for (size_t i = next++; i < candidates.size(); i = next++) {
+      results[i] = Build(candidates[i], cancelled);
+      if (built) built(i, results[i]);
+    }
   };
   std::vector<std::thread> threads;
   int n = std::max(1, std::min<int>(options_.jobs, static_cast<int>(candidates.size())));

@@ -51,9 +51,11 @@ class Builder {
   absl::StatusOr<v1::Build> Build(const v1::Candidate& c,
                                   const std::function<bool()>& cancelled = nullptr) const;
   // results[i] answers candidates[i]; those not started before `cancelled`
-  // turned true answer Cancelled.
-  std::vector<absl::StatusOr<v1::Build>> BuildAll(const std::vector<v1::Candidate>& candidates,
-                                                  const std::function<bool()>& cancelled = nullptr) const;
+  // turned true answer Cancelled. `built` (optional) is called as each ends,
+  // from the building thread.
+  std::vector<absl::StatusOr<v1::Build>> BuildAll(
+      const std::vector<v1::Candidate>& candidates, const std::function<bool()>& cancelled = nullptr,
+      const std::function<void(size_t, const absl::StatusOr<v1::Build>&)>& built = nullptr) const;
 
  private:
   absl::StatusOr<v1::Build> Compile(const v1::Candidate& c, const std::vector<std::string>& flags,

@@ -47,6 +47,11 @@ struct WorkContext {
   // and what was not finished answers Cancelled. Empty: never.
   std::function<bool()> cancelled;
   bool Cancelled() const { return cancelled && cancelled(); }
+  // Build calls it as each candidate's build ends, with its index and result,
+  // from any thread, before Build returns (an evaluator that cannot tell
+  // earlier calls it for none: Build's answer has them all). The coordinator
+  // measures what is built while the rest still builds. Empty: none.
+  std::function<void(size_t index, const absl::StatusOr<v1::Build>& build)> built = nullptr;
 };
 
 // One built candidate to measure on shapes of its layout.

@@ -1,6 +1,7 @@
 #include "worker/local_evaluator.h"
 
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "sandbox/sandbox.h"
@@ -80,46 +81,77 @@ LocalEvaluator::LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions&
 
 std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v1::Candidate>& candidates,
                                                              const WorkContext& context) {
-  return builder_.BuildAll(candidates, context.cancelled);
+  return builder_.BuildAll(candidates, context.cancelled, context.built);
 }
 
+// Screens of one figure share a runner process (a batch); a full measurement
+// or a re-check has its own, as verification needs fresh processes.
 std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::Measure(
     const std::vector<MeasureRequest>& requests, const WorkContext& context) {
-  std::vector<absl::StatusOr<MeasureResult>> out;
-  for (const MeasureRequest& r : requests) out.push_back(MeasureOne(r, context));
+  std::vector<absl::StatusOr<MeasureResult>> out(requests.size(), absl::UnknownError("not measured"));
+  std::vector<std::vector<size_t>> batches;
+  std::map<std::string, size_t> screens;  // figure -> its batch
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const MeasureRequest& r = requests[i];
+    if (r.fidelity != v1::FIDELITY_SCREEN || r.recheck) {
+      batches.push_back({i});
+      continue;
+    }
+    auto [it, fresh] = screens.emplace(r.figure, batches.size());
+    if (fresh) batches.emplace_back();
+    batches[it->second].push_back(i);
+  }
+  for (const std::vector<size_t>& batch : batches) {
+    std::vector<const MeasureRequest*> part;
+    for (size_t i : batch) part.push_back(&requests[i]);
+    std::vector<absl::StatusOr<MeasureResult>> got = MeasureBatch(part, context);
+    for (size_t k = 0; k < batch.size(); ++k) out[batch[k]] = std::move(got[k]);
+  }
   return out;
 }
 
-absl::StatusOr<MeasureResult> LocalEvaluator::MeasureOne(const MeasureRequest& request,
-                                                         const WorkContext& context) {
-  if (request.build.verdict() != v1::VERDICT_PASSED) {
-    return absl::InvalidArgumentError("measuring a candidate that did not build");
-  }
-  for (const v1::LtAlgo& a : request.known_lt_algos) MergeTunedAlgo(lt_algos_, a);
-  absl::StatusOr<RunnerResults> ev =
-      runner_.Measure(request.candidate, request.build, request.shapes, lt_algos_, context.cancelled);
-  if (!ev.ok()) return ev.status();
-  std::optional<v1::RunnerInfo> info;
-  {
-    absl::MutexLock lock(&mu_);
-    if (ev->info) info_ = ev->info;
-    info = info_;
-  }
-  MeasureResult r;
-  r.gpu_seconds = ev->seconds;
-  for (v1::LtAlgo& a : ev->tuned) {
-    if (info) a.set_gpu(info->gpu());
-    MergeTunedAlgo(lt_algos_, a);
-    r.tuned.push_back(std::move(a));
-  }
-  r.measurements = std::move(ev->measurements);
-  for (v1::Measurement& m : r.measurements) {
-    if (info && m.problem().gpu().empty()) {
-      m.mutable_problem()->set_gpu(info->gpu());
-      m.mutable_problem()->set_arch(info->arch());
+std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::MeasureBatch(
+    const std::vector<const MeasureRequest*>& requests, const WorkContext& context) {
+  std::vector<BatchEntry> entries;
+  for (const MeasureRequest* r : requests) {
+    if (r->build.verdict() != v1::VERDICT_PASSED) {
+      return std::vector<absl::StatusOr<MeasureResult>>(
+          requests.size(), absl::InvalidArgumentError("measuring a candidate that did not build"));
     }
+    for (const v1::LtAlgo& a : r->known_lt_algos) MergeTunedAlgo(lt_algos_, a);
+    entries.push_back({r->candidate, r->build, r->shapes});
   }
-  return r;
+  MeasureSpec spec;
+  spec.fidelity = requests.front()->fidelity;
+  spec.figure = requests.front()->figure;
+  absl::StatusOr<std::vector<RunnerResults>> ev =
+      runner_.MeasureBatch(entries, spec, lt_algos_, context.cancelled);
+  if (!ev.ok()) return std::vector<absl::StatusOr<MeasureResult>>(requests.size(), ev.status());
+  std::vector<absl::StatusOr<MeasureResult>> out;
+  for (RunnerResults& one : *ev) {
+    std::optional<v1::RunnerInfo> info;
+    {
+      absl::MutexLock lock(&mu_);
+      if (one.info) info_ = one.info;
+      info = info_;
+    }
+    MeasureResult r;
+    r.gpu_seconds = one.seconds;
+    for (v1::LtAlgo& a : one.tuned) {
+      if (info) a.set_gpu(info->gpu());
+      MergeTunedAlgo(lt_algos_, a);
+      r.tuned.push_back(std::move(a));
+    }
+    r.measurements = std::move(one.measurements);
+    for (v1::Measurement& m : r.measurements) {
+      if (info && m.problem().gpu().empty()) {
+        m.mutable_problem()->set_gpu(info->gpu());
+        m.mutable_problem()->set_arch(info->arch());
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::optional<v1::RunnerInfo> LocalEvaluator::device() const {

@@ -3,7 +3,9 @@
 // anvil-runner on one GPU). It knows nothing of jobs or the store: the
 // cuBLASLt choices it tunes are returned (MeasureResult::tuned) for the
 // coordinator to store, and kept here for its later runners; stored choices
-// come in with each request (MeasureRequest::known_lt_algos).
+// come in with each request (MeasureRequest::known_lt_algos). The screens of
+// one Measure call share a runner process; a full measurement or a re-check
+// has its own.
 // Thread-safety: as CandidateEvaluator (one Build and one Measure at once).
 #ifndef ANVIL_WORKER_LOCAL_EVALUATOR_H_
 #define ANVIL_WORKER_LOCAL_EVALUATOR_H_
@@ -54,7 +56,9 @@ class LocalEvaluator : public CandidateEvaluator {
 
  private:
   LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options);
-  absl::StatusOr<MeasureResult> MeasureOne(const MeasureRequest& request, const WorkContext& context);
+  // Requests of one fidelity and figure, in one RunnerHost::MeasureBatch.
+  std::vector<absl::StatusOr<MeasureResult>> MeasureBatch(const std::vector<const MeasureRequest*>& requests,
+                                                          const WorkContext& context);
 
   Builder builder_;
   RunnerHost runner_;

@@ -1,6 +1,8 @@
 #include "worker/runner_host.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -30,7 +32,33 @@ v1::Measurement FailedMeasurement(const v1::Candidate& c, const v1::Shape& shape
   return m;
 }
 
+bool SameShape(const v1::Shape& a, const v1::Shape& b) {
+  return a.m() == b.m() && a.n() == b.n() && a.k() == b.k();
+}
+
 }  // namespace
+
+std::vector<BatchItem> OrderByProblem(const std::vector<BatchEntry>& entries) {
+  std::vector<BatchItem> items;
+  std::vector<std::pair<v1::Shape, v1::Layout>> problems;  // in order of first appearance
+  for (const BatchEntry& e : entries) {
+    for (const v1::Shape& s : e.shapes) {
+      const bool seen = std::any_of(problems.begin(), problems.end(), [&](const auto& p) {
+        return SameShape(p.first, s) && p.second == e.candidate.layout();
+      });
+      if (!seen) problems.emplace_back(s, e.candidate.layout());
+    }
+  }
+  for (const auto& [shape, layout] : problems) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].candidate.layout() != layout) continue;
+      for (size_t j = 0; j < entries[i].shapes.size(); ++j) {
+        if (SameShape(entries[i].shapes[j], shape)) items.push_back({i, j});
+      }
+    }
+  }
+  return items;
+}
 
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   std::erase_if(algos, [&](const v1::LtAlgo& a) {
@@ -74,6 +102,14 @@ v1::Measurement RunnerHost::StoppedRun(const v1::Candidate& c, const v1::Shape& 
   return m;
 }
 
+// The item a runner was on when it sent a measurement of another candidate or
+// problem: only printed output can do that (a candidate writing to stdout).
+v1::Measurement RunnerHost::ForgedRun(const v1::Candidate& c, const v1::Shape& shape) const {
+  return FailedMeasurement(c, shape, c.layout(), v1::VERDICT_CHEAT, "forged_output",
+                           "the runner's output held a measurement of another candidate or problem; "
+                           "the rest of the batch was measured again in a fresh process");
+}
+
 std::optional<v1::Ceilings> RunnerHost::ceilings() const {
   absl::MutexLock lock(&mu_);
   return ceilings_;
@@ -97,13 +133,17 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest&
   const std::string runner_dir =
       std::filesystem::path(options_.toolchain.runner).parent_path().string();
   spec.binds.push_back({std::filesystem::canonical(runner_dir + "/..").string(), "", false});
-  spec.binds.push_back({request.library(), "", false});
+  if (request.items().empty()) spec.binds.push_back({request.library(), "", false});
+  std::set<std::string> libraries;
+  for (const v1::RunnerItem& item : request.items()) {
+    if (libraries.insert(item.library()).second) spec.binds.push_back({item.library(), "", false});
+  }
   spec.binds.push_back({options_.toolchain.cuda_root, "", false});
   spec.gpu = true;
   const RunnerLimits& limits = options_.limits;
   spec.limits.wall_time = limits.startup_timeout +
                           FixedProblemLimit(limits, request.protocol().profile_counters()) *
-                              request.shapes_size();
+                              std::max(request.shapes_size(), request.items_size());
   spec.limits.memory_max_bytes = options_.memory_max_bytes;
   spec.limits.output_cap_bytes = limits.output_cap_bytes;
   spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run
@@ -150,21 +190,58 @@ void RunnerHost::Collect(const RunnerWatch& watch, Attempt* out) {
 }
 
 absl::StatusOr<RunnerResults> RunnerHost::Measure(const v1::Candidate& candidate,
-                                               const v1::Build& build,
-                                               const std::vector<v1::Shape>& shapes,
-                                               const std::vector<v1::LtAlgo>& known,
-                                               const std::function<bool()>& cancelled) {
-  RunnerResults out;
-  absl::Time start = absl::Now();
+                                                   const v1::Build& build,
+                                                   const std::vector<v1::Shape>& shapes,
+                                                   const std::vector<v1::LtAlgo>& known,
+                                                   const std::function<bool()>& cancelled) {
+  absl::StatusOr<std::vector<RunnerResults>> r =
+      MeasureBatch({BatchEntry{candidate, build, shapes}}, MeasureSpec(), known, cancelled);
+  if (!r.ok()) return r.status();
+  return std::move(r->front());
+}
+
+absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
+    const std::vector<BatchEntry>& entries, const MeasureSpec& spec,
+    const std::vector<v1::LtAlgo>& known, const std::function<bool()>& cancelled) {
+  const absl::Time start = absl::Now();
+  std::vector<RunnerResults> out(entries.size());
+  const std::vector<BatchItem> items = OrderByProblem(entries);
+  std::vector<std::optional<v1::Measurement>> got(items.size());
+  // Entries whose later items are not run: the failure that stopped them.
+  std::vector<std::optional<v1::Measurement>> stopped(entries.size());
   std::vector<v1::LtAlgo> algos = known;
+  v1::RunnerProtocol protocol = options_.protocol;
+  if (spec.fidelity != v1::FIDELITY_UNSPECIFIED) {
+    protocol.set_fidelity(spec.fidelity);
+    protocol.set_screen_figure(spec.figure);
+  }
+  int starts = 0;
+  double measured_s = 0;
   size_t next = 0;
-  while (next < shapes.size()) {
+  while (true) {
     v1::RunnerRequest req;
-    req.set_library(build.artifact());
-    req.set_candidate_id(candidate.id());
-    req.set_layout(candidate.layout());
-    for (size_t i = next; i < shapes.size(); ++i) *req.add_shapes() = shapes[i];
-    *req.mutable_protocol() = options_.protocol;
+    std::vector<size_t> sent;  // indices into items, in the request's order
+    for (size_t i = next; i < items.size(); ++i) {
+      if (got[i]) continue;
+      if (stopped[items[i].entry]) {  // its candidate stopped its process for good: not run
+        const v1::Measurement& why = *stopped[items[i].entry];
+        const BatchEntry& e = entries[items[i].entry];
+        got[i] = FailedMeasurement(
+            e.candidate, e.shapes[items[i].shape], e.candidate.layout(), why.verdict(), why.reason(),
+            absl::StrCat("not run: the candidate failed (", why.reason(), ") on ",
+                         ShapeName(why.problem().shape()), " earlier in this evaluation"));
+        continue;
+      }
+      const BatchEntry& e = entries[items[i].entry];
+      v1::RunnerItem* item = req.add_items();
+      item->set_library(e.build.artifact());
+      item->set_candidate_id(e.candidate.id());
+      item->set_layout(e.candidate.layout());
+      *item->mutable_shape() = e.shapes[items[i].shape];
+      sent.push_back(i);
+    }
+    if (sent.empty()) break;
+    *req.mutable_protocol() = protocol;
     for (const v1::LtAlgo& a : algos) *req.add_lt_algos() = a;
     if (std::optional<v1::Ceilings> c = ceilings()) *req.mutable_ceilings() = *c;
     req.set_seccomp(options_.seccomp);
@@ -172,41 +249,70 @@ absl::StatusOr<RunnerResults> RunnerHost::Measure(const v1::Candidate& candidate
     if (cancelled && cancelled()) return absl::CancelledError("the measurement was cancelled");
     absl::StatusOr<Attempt> a = RunOnce(req, cancelled);
     if (!a.ok()) return a.status();
-    ++out.runner_starts;
-    if (a->info) out.info = a->info;
+    ++starts;
+    if (a->info) {
+      for (RunnerResults& r : out) r.info = a->info;
+    }
     for (v1::LtAlgo& t : a->tuned) {
       MergeTunedAlgo(algos, t);  // a restarted runner must not tune it again
-      out.tuned.push_back(std::move(t));
+      out.front().tuned.push_back(std::move(t));
     }
+    // Measurements answer the items in the order sent; one that names
+    // another candidate or problem is not the runner's (a forged line).
+    size_t k = 0;
+    bool forged = false;
     for (v1::Measurement& m : a->measurements) {
-      if (next == shapes.size()) break;
-      out.measurements.push_back(std::move(m));
-      ++next;
+      if (k == sent.size()) break;
+      const BatchItem& it = items[sent[k]];
+      const BatchEntry& e = entries[it.entry];
+      if (m.candidate_id() != e.candidate.id() || !SameShape(m.problem().shape(), e.shapes[it.shape])) {
+        forged = true;
+        break;
+      }
+      measured_s += m.seconds();
+      got[sent[k++]] = std::move(m);
     }
-    if (next == shapes.size()) break;
-    // The runner stopped before finishing: the problem it was on failed.
+    next = k == sent.size() ? items.size() : sent[k];
+    if (next == items.size()) break;
     const sandbox::Result& r = a->result;
-    if (!a->info && !r.timed_out && !r.output_capped && r.exit_code == 4) {
+    // A sticky CUDA error (3) or changed process state (5) after a finished
+    // item: the rest of the batch in a fresh process.
+    const bool clean_stop = !r.timed_out && !r.output_capped && r.term_signal == 0 &&
+                            (r.exit_code == 3 || r.exit_code == 5);
+    if (!forged && clean_stop && k > 0) continue;
+    if (!forged && !a->info && !r.timed_out && !r.output_capped && r.exit_code == 4) {
       return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
     }
-    out.measurements.push_back(StoppedRun(candidate, shapes[next], *a));
-    const v1::Verdict verdict = out.measurements.back().verdict();
-    const std::string reason = out.measurements.back().reason();
-    const std::string failed_on = ShapeName(shapes[next++]);
+    // The runner stopped before finishing: the item it was on failed.
+    const BatchItem& it = items[next];
+    const BatchEntry& e = entries[it.entry];
+    v1::Measurement failed = forged ? ForgedRun(e.candidate, e.shapes[it.shape])
+                                    : StoppedRun(e.candidate, e.shapes[it.shape], *a);
     // A library that cannot load fails everywhere; a kernel that hung or
     // flooded its output once would cost its whole limit again on every later
     // problem: none is run on the rest, and each of those says so.
-    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") {
-      for (; next < shapes.size(); ++next) {
-        out.measurements.push_back(FailedMeasurement(
-            candidate, shapes[next], candidate.layout(), verdict, reason,
-            absl::StrCat("not run: the candidate failed (", reason, ") on ", failed_on,
-                         " earlier in this evaluation")));
-      }
-    }
+    const std::string& reason = failed.reason();
+    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") stopped[it.entry] = failed;
+    got[next++] = std::move(failed);
   }
-  for (v1::Measurement& m : out.measurements) m.set_candidate_id(candidate.id());
-  out.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  // Each entry's measurements in its shapes' order, and its share of the
+  // runners' wall time (by its items' own seconds; equal shares without).
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> own(entries.size(), 0);
+  for (size_t i = 0; i < items.size(); ++i) own[items[i].entry] += got[i]->seconds();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out[i].measurements.resize(entries[i].shapes.size());
+    out[i].runner_starts = starts;
+    out[i].seconds = measured_s > 0 ? wall * own[i] / measured_s : wall / double(entries.size());
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    v1::Measurement& m = *got[i];
+    m.set_candidate_id(entries[items[i].entry].candidate.id());
+    if (m.fidelity() == v1::FIDELITY_UNSPECIFIED) {
+      m.set_fidelity(protocol.fidelity() == v1::FIDELITY_SCREEN ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
+    }
+    out[items[i].entry].measurements[items[i].shape] = std::move(m);
+  }
   return out;
 }
 

@@ -1,12 +1,15 @@
-// RunnerHost: the host side of anvil-runner: measures a built candidate on
-// problems by running the runner in the sandbox, one process per candidate (restarted after a crash, so the
-// problems after it still get measured; after a hang or an output flood the
-// rest are not run and say so, since each would cost its limit again). Time
-// limits scale with the problem (runner_limits.h); each Measurement reports
-// the ones it ran under. Every problem gets
-// a Measurement: a runner that crashes, hangs or cheats yields one with the
-// verdict and reason, never an error of the caller. Thread-safe for distinct GPUs; one
-// Measure per GPU at a time.
+// RunnerHost: the host side of anvil-runner: measures built candidates on
+// problems by running the runner in the sandbox, a batch of (candidate,
+// problem) items per process (worker/runner/RUNNER.md). A process that ends
+// early is followed by a fresh one for the items after the one it was on, so
+// a candidate that crashes, hangs, floods its output, leaves a sticky CUDA
+// error or changes the process's state costs only itself; after a hang, a
+// flood or a library that does not load, that candidate's remaining items
+// are not run and say so, since each would cost its limit again. Time limits
+// scale with the problem (runner_limits.h); each Measurement reports the ones
+// it ran under. Every item gets a Measurement: a runner that crashes, hangs or
+// cheats yields one with the verdict and reason, never an error of the
+// caller. Thread-safe for distinct GPUs; one Measure per GPU at a time.
 #ifndef ANVIL_WORKER_RUNNER_HOST_H_
 #define ANVIL_WORKER_RUNNER_HOST_H_
 
@@ -55,6 +58,16 @@ struct BatchEntry {
   std::vector<v1::Shape> shapes;  // of the candidate's layout, each measured once
 };
 
+// An item of a batch: entries[entry] on its shapes[shape].
+struct BatchItem {
+  size_t entry = 0;
+  size_t shape = 0;
+};
+// The items of a batch problem by problem (in the order problems first
+// appear), each problem's in the entries' order: a screen times each
+// problem's baselines once per runner process.
+std::vector<BatchItem> OrderByProblem(const std::vector<BatchEntry>& entries);
+
 // How a call measures: the fidelity (UNSPECIFIED: the options' protocol as
 // it is) and a screen's figure ("" = graph-cold).
 struct MeasureSpec {
@@ -100,6 +113,7 @@ class RunnerHost {
   absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request, const std::function<bool()>& cancelled);
   void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
+  v1::Measurement ForgedRun(const v1::Candidate& c, const v1::Shape& shape) const;
   mutable absl::Mutex mu_;
   std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
   RunnerHostOptions options_;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -126,6 +127,167 @@ TEST_F(FakeRunnerTest, AnOutputFloodIsCutAtTheCapAndKilled) {
   EXPECT_EQ(m.output_cap_bytes(), 1 << 20);
   EXPECT_LT(ev->seconds, 10);
   EXPECT_TRUE(absl::StrContains(ev->measurements[1].detail(), "not run"));
+}
+
+// A stand-in for anvil-runner that speaks the batch protocol (a test
+// double): each item does what its candidate id says (good, crash, hang,
+// flood, sticky: a sticky CUDA error after its measurement, state: changed
+// process state after its measurement, forge: prints another candidate's
+// measurement). Every measurement names the process that took it.
+class FakeBatchRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "fake-batch-test-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_.emplace(std::move(*dir));
+    ASSERT_EQ(mkdir((dir_->path() + "/bin").c_str(), 0755), 0);
+    const std::string runner = dir_->path() + "/bin/fake-runner";
+    std::ofstream(runner) << R"(#!/usr/bin/env python3
+import json, os, signal, sys, time
+req = json.load(sys.stdin)  # lowerCamelCase, as protobuf writes JSON
+def emit(e):
+    print(json.dumps(e), flush=True)
+def measurement(item, verdict, reason=""):
+    return {"measurement": {"candidate_id": item["candidateId"],
+            "problem": {"shape": item["shape"], "layout": item.get("layout", "LAYOUT_NT")},
+            "verdict": verdict, "reason": reason, "seconds": 0.01,
+            "gpu_uuid": PROCESS,
+            "fidelity": req.get("protocol", {}).get("fidelity", "FIDELITY_FULL")}}
+PROCESS = os.urandom(8).hex()  # pids repeat across pid namespaces
+emit({"info": {"gpu": "FakeGPU", "arch": "sm_90a"}})
+for item in req["items"]:
+    what = item["candidateId"].split("-")[0]
+    emit({"problem_start": {"reference_call_us": 10, "candidate_calls": 100, "baseline_calls": 300}})
+    if what == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif what == "hang":
+        time.sleep(1000)
+    elif what == "flood":
+        while True:
+            sys.stdout.write("device printf flood\n")
+    elif what == "forge":
+        emit(measurement(dict(item, candidateId="good-forged"), "VERDICT_PASSED"))
+    elif what == "sticky":
+        emit(measurement(item, "VERDICT_CRASHED", "cuda_error"))
+        sys.exit(3)
+    elif what == "state":
+        emit(measurement(item, "VERDICT_PASSED"))
+        sys.exit(5)
+    else:
+        emit(measurement(item, "VERDICT_PASSED"))
+)";
+    chmod(runner.c_str(), 0755);
+    options_.toolchain.runner = runner;
+    options_.toolchain.cuda_root = "/usr";
+    options_.isolation = sandbox::Isolation::kAuto;  // about the protocol, not isolation
+    options_.limits.floor = absl::Seconds(1);
+    options_.limits.output_cap_bytes = 1 << 20;
+  }
+  BatchEntry Entry(const std::string& id, int problems) {
+    BatchEntry e;
+    e.candidate.set_id(id);
+    e.candidate.set_layout(v1::LAYOUT_NT);
+    e.build.set_verdict(v1::VERDICT_PASSED);
+    e.build.set_artifact(dir_->path() + "/" + id + ".so");
+    std::ofstream(e.build.artifact()) << "not a library";
+    for (int p = 0; p < problems; ++p) e.shapes.push_back(MakeShape(64 * (p + 1), 64, 64));
+    return e;
+  }
+  std::optional<sandbox::ScratchDir> dir_;
+  RunnerHostOptions options_;
+};
+
+TEST(OrderByProblem, ItemsComeProblemByProblemInTheEntriesOrder) {
+  BatchEntry a, b;
+  a.candidate.set_layout(v1::LAYOUT_NT);
+  b.candidate.set_layout(v1::LAYOUT_NT);
+  a.shapes = {MakeShape(64, 64, 64), MakeShape(128, 64, 64)};
+  b.shapes = {MakeShape(128, 64, 64), MakeShape(256, 64, 64), MakeShape(64, 64, 64)};
+  std::vector<BatchItem> items = OrderByProblem({a, b});
+  std::vector<std::pair<size_t, size_t>> got;
+  for (const BatchItem& i : items) got.emplace_back(i.entry, i.shape);
+  EXPECT_EQ(got, (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 2}, {0, 1}, {1, 0}, {1, 1}}));
+}
+
+TEST_F(FakeBatchRunnerTest, OneProcessMeasuresTheWholeBatchWithItsFidelity) {
+  RunnerHost host(options_);
+  absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch(
+      {Entry("good-a", 2), Entry("good-b", 2), Entry("good-c", 1)}, {v1::FIDELITY_SCREEN, "graph-cold"}, {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 3u);
+  std::set<std::string> processes;
+  for (size_t i = 0; i < 3; ++i) {
+    const RunnerResults& r = (*got)[i];
+    ASSERT_EQ(r.measurements.size(), i == 2 ? 1u : 2u);
+    for (size_t j = 0; j < r.measurements.size(); ++j) {
+      const v1::Measurement& m = r.measurements[j];
+      EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED);
+      EXPECT_EQ(m.fidelity(), v1::FIDELITY_SCREEN);
+      EXPECT_EQ(m.problem().shape().m(), 64 * int(j + 1));  // answers shapes[j]
+      processes.insert(m.gpu_uuid());
+    }
+    EXPECT_EQ(r.runner_starts, 1);
+    EXPECT_GT(r.seconds, 0);
+  }
+  EXPECT_EQ(processes.size(), 1u);
+}
+
+TEST_F(FakeBatchRunnerTest, AFullMeasurementIsLabelledFull) {
+  RunnerHost host(options_);
+  absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch({Entry("good-a", 1)}, {}, {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].measurements[0].fidelity(), v1::FIDELITY_FULL);
+}
+
+// Each hostile candidate costs only itself: its item has the verdict it would
+// have alone, and the items after it are measured in a fresh process.
+TEST_F(FakeBatchRunnerTest, AFailingCandidateCostsOnlyItselfAndTheRestRunFresh) {
+  struct Case {
+    std::string id;
+    v1::Verdict verdict;
+    std::string reason;
+    bool rest_of_its_items_run;
+  };
+  for (const Case& c : std::vector<Case>{{"crash-x", v1::VERDICT_CRASHED, "crashed", true},
+                                         {"sticky-x", v1::VERDICT_CRASHED, "cuda_error", true},
+                                         {"state-x", v1::VERDICT_PASSED, "", true},
+                                         {"hang-x", v1::VERDICT_TIMEOUT, "timeout", false},
+                                         {"flood-x", v1::VERDICT_CRASHED, "output_flood", false},
+                                         {"forge-x", v1::VERDICT_CHEAT, "forged_output", true}}) {
+    SCOPED_TRACE(c.id);
+    RunnerHost host(options_);
+    absl::StatusOr<std::vector<RunnerResults>> got =
+        host.MeasureBatch({Entry("good-a", 2), Entry(c.id, 2), Entry("good-b", 2)}, {v1::FIDELITY_SCREEN, ""}, {});
+    ASSERT_TRUE(got.ok()) << got.status();
+    // Problem by problem: good-a, x, good-b on the first problem, then the second.
+    const v1::Measurement& first = (*got)[1].measurements[0];
+    EXPECT_EQ(first.verdict(), c.verdict) << first.detail();
+    EXPECT_EQ(first.reason(), c.reason);
+    for (size_t e : {0u, 2u}) {
+      for (const v1::Measurement& m : (*got)[e].measurements) {
+        EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.detail();
+        EXPECT_EQ(m.candidate_id(), e == 0 ? "good-a" : "good-b");
+      }
+    }
+    const v1::Measurement& second = (*got)[1].measurements[1];
+    if (c.rest_of_its_items_run) {
+      EXPECT_FALSE(absl::StrContains(second.detail(), "not run")) << second.detail();
+    } else {
+      EXPECT_EQ(second.verdict(), c.verdict);
+      EXPECT_TRUE(absl::StrContains(second.detail(), "not run")) << second.detail();
+    }
+    // good-b's first item ran in a process after the one that failed.
+    EXPECT_NE((*got)[2].measurements[0].gpu_uuid(), (*got)[0].measurements[0].gpu_uuid());
+    EXPECT_GE((*got)[0].runner_starts, 2);
+  }
+}
+
+TEST_F(FakeBatchRunnerTest, ACancelledBatchAnswersCancelled) {
+  RunnerHost host(options_);
+  absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch(
+      {Entry("good-a", 1), Entry("hang-x", 1)}, {v1::FIDELITY_SCREEN, ""}, {},
+      [start = absl::Now()] { return absl::Now() - start > absl::Milliseconds(500); });
+  EXPECT_TRUE(absl::IsCancelled(got.status())) << got.status();
 }
 
 }  // namespace

@@ -18,10 +18,12 @@ using fleet_internal::NowMs;
 namespace {
 
 // What makes two submissions the same task: the job, the kind, the GPU
-// model, the candidate, the problems and whether it is a re-check.
+// model, the candidate, the problems, whether it is a re-check, and a
+// screen's figure.
 std::string ContentKey(const v1::Task& task, const std::string& gpu, const std::string& job_id) {
   std::string content = absl::StrCat(job_id, "|", v1::TaskKind_Name(task.kind()), "|", gpu, "|",
-                                     task.candidate().id(), "|", task.recheck() ? "recheck" : "");
+                                     task.candidate().id(), "|", task.recheck() ? "recheck" : "",
+                                     task.fidelity() == v1::FIDELITY_SCREEN ? "|screen:" + task.figure() : "");
   for (const v1::Problem& p : task.problems()) {
     absl::StrAppend(&content, "|", p.shape().m(), "x", p.shape().n(), "x", p.shape().k(), ":", p.layout());
   }

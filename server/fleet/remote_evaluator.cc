@@ -113,6 +113,8 @@ std::vector<absl::StatusOr<MeasureResult>> RemoteEvaluator::Measure(const std::v
       *p->mutable_shape() = s;
     }
     t.set_recheck(r.recheck);
+    t.set_fidelity(r.fidelity);
+    t.set_figure(r.figure);
     for (const v1::LtAlgo& a : r.known_lt_algos) *t.add_known_lt_algos() = a;
     t.set_timeout_s(options_.task_timeout_s);
     avoid.push_back(r.recheck ? r.measured_by : std::vector<std::string>());

@@ -45,6 +45,7 @@ const Entry kTable[] = {
     {"jobs.default_plateau_candidates", &ServerOptions::default_plateau_candidates, "Budget.plateau_candidates when 0 (0: none)"},
     {"jobs.default_target_efficiency", &ServerOptions::default_target_efficiency, "Budget.target_efficiency when 0 (0: none)"},
     {"jobs.build_chunk", &ServerOptions::build_chunk, "candidates per build/measure round"},
+    {"jobs.measure_batch", &ServerOptions::measure_batch, "screens (candidate, problem items) per runner process"},
     {"jobs.llm_config", &ServerOptions::llm_config, "LLM endpoint JSON file: jobs run the LLM proposer beside the embedded search"},
     {"jobs.max_watchers", &ServerOptions::max_watchers, "open progress streams before RESOURCE_EXHAUSTED"},
     {"limits.max_receive_message_bytes", &ServerOptions::max_receive_message_bytes, "largest request accepted"},
@@ -194,6 +195,7 @@ JobOptions JobOptionsOf(const ServerOptions& o) {
   JobOptions j;
   j.default_figure = o.default_figure;
   j.build_chunk = o.build_chunk;
+  j.measure_batch = o.measure_batch;
   j.cross_check_tolerance = o.fleet_cross_check_tolerance;
   j.quarantine_after = o.fleet_quarantine_after;
   j.default_budget.set_max_wall_seconds(o.default_wall_seconds);
@@ -211,9 +213,9 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return bad("tls.cert_file and tls.key_file go together (both or neither)");
   }
   if (o.executor_threads < 1 || o.max_active_jobs < 1 || o.max_problems_per_job < 1 ||
-      o.max_watchers < 1 || o.build_chunk < 1) {
+      o.max_watchers < 1 || o.build_chunk < 1 || o.measure_batch < 1) {
     return bad("server.executor_threads, jobs.max_active_jobs, jobs.max_problems_per_job, "
-               "jobs.max_watchers and jobs.build_chunk must be at least 1");
+               "jobs.max_watchers, jobs.build_chunk and jobs.measure_batch must be at least 1");
   }
   if (!IsFigure(o.default_figure)) {
     return bad("jobs.default_figure must be one of " + FigureList());

@@ -149,6 +149,7 @@ class ScriptedProposer : public Proposer {
         p.candidate = list[next_++];
         p.problems = {static_cast<int>(next_problem_)};
         p.stage = "scripted";
+        p.fidelity = fidelity;
         out.push_back(std::move(p));
       } else {
         ++next_problem_;
@@ -174,6 +175,7 @@ class ScriptedProposer : public Proposer {
 
   int propose_calls = 0;
   std::vector<Observation> observed;
+  v1::Fidelity fidelity = v1::FIDELITY_FULL;  // of its proposals (re-checks are full)
 
  private:
   std::vector<Proposal> Rechecks(const SearchView&) {

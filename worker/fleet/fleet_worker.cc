@@ -278,6 +278,8 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
     m.build = task.build();
     for (const v1::Problem& p : task.problems()) m.shapes.push_back(p.shape());
     m.recheck = task.recheck();
+    m.fidelity = task.fidelity() == v1::FIDELITY_SCREEN ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL;
+    m.figure = task.figure();
     m.known_lt_algos.assign(task.known_lt_algos().begin(), task.known_lt_algos().end());
     absl::StatusOr<std::string> local = LocalArtifact(m.build.artifact());
     absl::StatusOr<MeasureResult> res = absl::UnknownError("not measured");

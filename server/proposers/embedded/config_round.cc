@@ -35,6 +35,7 @@ Proposal ProposalFor(SearchState& s, const Config& c, const std::vector<ProblemS
   Proposal pr;
   pr.candidate = c.candidate;
   pr.stage = s.stage();
+  pr.fidelity = s.options().fidelity;
   for (ProblemState* p : targets) {
     const int index = static_cast<int>(p - s.problems().data());
     if (!p->measured.count(c.candidate.id()) &&

@@ -22,6 +22,19 @@ struct SearchOptions {
   // without the figure (a call that cannot be captured) is never a best. The
   // cost model always predicts device time.
   std::string figure = "graph-cold";
+  // How the stages before verification measure: SCREEN (the figure above and
+  // every check, baselines timed once per runner process and problem) or
+  // FULL. Verification always re-measures in full.
+  v1::Fidelity fidelity = v1::FIDELITY_SCREEN;
+  // The stage plan scales with the budget and the number of problems: the
+  // seeds stage measures at most seeds_share of what the budget can measure
+  // at the rate of the fidelity above (per minute, on one GPU: what
+  // bench/results/*-search-throughput-*.md measured), each problem's seed
+  // configurations ranked by the cost model, at least min_seeds_per_problem each.
+  double seeds_share = 0.35;
+  double screens_per_minute = 300;
+  double full_measurements_per_minute = 35;
+  int min_seeds_per_problem = 4;
   int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation

@@ -33,6 +33,7 @@ struct LlmProposer::Sample {
   int pending = 0;                        // kernels not yet observed
   std::optional<double> best;             // the best reward of its kernels so far
   std::string kind;
+  std::string fidelity;                   // of the measurements `best` came from
   bool settled = false;
 };
 
@@ -197,6 +198,9 @@ Proposal LlmProposer::MakeProposal(const SearchView& view, int problem, const st
   prop.problems.push_back(problem);
   for (int other : NearestProblems(view, problem, options_.neighbours)) prop.problems.push_back(other);
   prop.stage = absl::StrCat("llm-", recipe);
+  // A screen: the job's figure and every check at a fraction of the GPU time;
+  // the sample's reward says it came from one (LlmSample::reward_fidelity).
+  prop.fidelity = v1::FIDELITY_SCREEN;
   return prop;
 }
 
@@ -287,6 +291,8 @@ void LlmProposer::ObserveOne(const SearchView& view, const Observation& o) {
   }
   std::vector<double> rewards;
   std::string kind;
+  const std::string fidelity =
+      o.measurements[0].fidelity() == v1::FIDELITY_SCREEN ? "screen" : "full";
   for (size_t j = 0; j < o.measurements.size(); ++j) {
     const v1::Measurement& m = o.measurements[j];
     const int problem = o.measured_on[j];
@@ -303,15 +309,17 @@ void LlmProposer::ObserveOne(const SearchView& view, const Observation& o) {
     Settle(sample, std::nan(""), "skipped");
     return;
   }
-  Settle(sample, SampleReward(rewards), kind);
+  Settle(sample, SampleReward(rewards), kind, fidelity);
   MaybeRepair(o, sample);
 }
 
-void LlmProposer::Settle(int sample, double reward, const std::string& kind) {
+void LlmProposer::Settle(int sample, double reward, const std::string& kind,
+                         const std::string& fidelity) {
   Sample& s = samples_[sample];
   if (!std::isnan(reward) && (!s.best.has_value() || reward > *s.best)) {
     s.best = reward;
     s.kind = kind;
+    s.fidelity = fidelity;
   }
   if (--s.pending > 0) return;
   s.settled = true;
@@ -339,6 +347,7 @@ void LlmProposer::CloseGroup(int group) {
     outcome.reward = s.best;
     outcome.advantage = adv[i];
     outcome.reward_kind = s.kind;
+    outcome.reward_fidelity = s.fidelity;
     to_keep_.push_back({s.group, std::nullopt, s.index, std::move(outcome)});
   }
   if (g.recipe >= 0) bandit_.Update(g.recipe, payoff);

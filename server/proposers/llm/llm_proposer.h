@@ -98,7 +98,8 @@ class LlmProposer : public Proposer {
   Proposal MakeProposal(const SearchView& view, int problem, const std::string& recipe,
                         const std::string& parent, const std::string& source) const;
   std::vector<Proposal> Rechecks(const SearchView& view);
-  void Settle(int sample, double reward, const std::string& kind);
+  // `fidelity`: of the measurements the reward came from ("" for none).
+  void Settle(int sample, double reward, const std::string& kind, const std::string& fidelity = "");
   void CloseGroup(int group);
   void MaybeRepair(const Observation& o, int sample);
 

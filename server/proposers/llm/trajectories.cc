@@ -50,6 +50,7 @@ absl::StatusOr<TrajectoryCounts> WriteTrajectories(Store& store, const std::stri
           {"sample", s.sample_index},
           {"status", s.status},
           {"reward_kind", s.reward_kind},
+          {"reward_fidelity", s.reward_fidelity},
           {"candidate_id", s.candidate_id},
           {"job_id", job_id},
           {"problem", e.problem ? ProblemName(*e.problem) : ""},
