@@ -219,8 +219,9 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
   if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
   absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
   if (!start.ok()) return Fail(4, std::string(start.status().message()));
-  // Opened at each candidate's first item, after the seccomp filter, and kept:
-  // dlclose would not unload CUDA code the runtime still refers to.
+  // Opened at each candidate's first item, after the seccomp filter, and
+  // kept for the process's life: the CUDA runtime may still refer to their
+  // kernels (CandidateLibrary never unmaps one).
   std::map<std::string, absl::StatusOr<std::unique_ptr<CandidateLibrary>>> libraries;
   // Choices tuned in this process, looked up first: a later item of the
   // problem uses them as they are instead of tuning again.

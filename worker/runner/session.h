@@ -127,7 +127,7 @@ class ProblemSession {
   void FillTimings(size_t i, v1::Timings* t) const;  // implementation i's samples
   // Baseline i's record (i >= 1, an index of impls_), as Fill writes it.
   v1::Baseline BaselineRecord(size_t i) const;
-  // A screen's baselines, timed in full rounds, into ctx.screened.
+  // A screen's baselines, once every round has timed them, into ctx.screened.
   void CacheBaselines();
   void ProfileCounters(v1::Measurement& m);
   // checks.cc
