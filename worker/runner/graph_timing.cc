@@ -18,7 +18,8 @@
 // otherwise time as 1/N of itself).
 // A watched replay also records where its time per call went (replay_trace.h);
 // with protocol.graph_trace every implementation's first replay per regime is
-// watched for that.
+// watched for that. A screen of a graph figure captures, audits and replays
+// its regime only; a screen of another figure, none.
 #include <algorithm>
 #include <cmath>
 
@@ -245,6 +246,7 @@ absl::Status ProblemSession::CaptureGraphs(size_t index) {
   std::sort(dev.begin(), dev.end());
   const double call_us = dev.empty() ? 0 : dev[dev.size() / 2];
   for (bool cold : {false, true}) {
+    if (!ctx_.plan.Regime(cold)) continue;  // a screen captures its figure's regime only
     const bool swap_algo = &impl == lt_auto_ && lt_regime_algo_[cold].has_value();
     if (swap_algo) lt_auto_->set_algo(*lt_regime_algo_[cold]);
     std::string why;
@@ -266,6 +268,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::GraphSamples(size_t index
   if (!graphs_[index].tried) ANVIL_RETURN_IF_ERROR(CaptureGraphs(index));
   ImplGraphs& ig = graphs_[index];
   for (bool cold : {false, true}) {
+    if (!ctx_.plan.Regime(cold)) continue;
     const std::optional<Graph>& g = cold ? ig.cold : ig.hot;
     if (!g) continue;
     bool& audited = cold ? ig.cold_audited : ig.hot_audited;
@@ -318,12 +321,16 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckColdOutput(int s) {
   return f;
 }
 
-// Note for the measurement: which implementations have no graph figure, and why.
+// Note for the measurement: which implementations have no graph figure, and
+// why (a screen's cached baselines: as the first screen of the problem found).
 std::string ProblemSession::GraphNote() const {
   std::string note;
   for (size_t i = 0; i < graphs_.size(); ++i) {
     if (graphs_[i].why_not.empty()) continue;
     absl::StrAppend(&note, note.empty() ? "" : "; ", graphs_[i].why_not);
+  }
+  if (screened_ && !screened_->graph_note.empty()) {
+    absl::StrAppend(&note, note.empty() ? "" : "; ", screened_->graph_note);
   }
   return note;
 }

@@ -3,7 +3,8 @@
 // (protocol.lt_auto_algos: 32 asked for by default) plus the stored choices, in
 // each figure it is compared by: device time, and the two graph regimes (a
 // choice tuned hot is not assumed best cold). A stored choice is used as it is
-// unless marked retune, in which case it is one more contender.
+// unless marked retune, in which case it is one more contender. A screen
+// tunes in its own figure only (TuneLtScreen).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -73,9 +74,10 @@ v1::LtAlgo ProblemSession::TunedChoice(const cublasLtMatmulAlgo_t& algo,
 // first launch included once kept one 20% slower than the heuristic's first
 // choice on the H100. Returns the winner's index; `us` gets each one's median
 // (0 for an algorithm that failed: it must not win by doing nothing).
+// `rounds` is kLtTuneRounds, or 1 where the medians only size graph replays.
 absl::StatusOr<int> ProblemSession::TuneLtDevice(LtGemm& lt,
                                                  const std::vector<cublasLtMatmulAlgo_t>& algos,
-                                                 std::vector<double>* medians) {
+                                                 int rounds, std::vector<double>* medians) {
   std::vector<bool> runs(algos.size(), true);
   std::vector<std::vector<double>> us(algos.size());
   auto timed = [&](size_t i, bool keep) -> absl::Status {
@@ -91,7 +93,7 @@ absl::StatusOr<int> ProblemSession::TuneLtDevice(LtGemm& lt,
   };
   ANVIL_RETURN_IF_ERROR(Regenerate());
   for (size_t i = 0; i < algos.size(); ++i) ANVIL_RETURN_IF_ERROR(timed(i, false));
-  for (int round = 0; round < kLtTuneRounds; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     UseOperandSet(static_cast<size_t>(round));
     for (size_t j = 0; j < algos.size(); ++j) {
       ANVIL_RETURN_IF_ERROR(timed((j + round) % algos.size(), true));
@@ -140,6 +142,7 @@ absl::StatusOr<int> ProblemSession::TuneLtGraph(LtGemm& lt,
 
 absl::Status ProblemSession::TuneLt(LtGemm& lt, const LtCached& cached,
                                     std::vector<v1::LtAlgo>* tuned) {
+  if (ctx_.plan.screen) return TuneLtScreen(lt, cached, tuned);
   absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> heur =
       lt.Heuristics(std::max(1, ctx_.protocol.lt_auto_algos()));
   if (!heur.ok()) return heur.status();
@@ -156,7 +159,7 @@ absl::Status ProblemSession::TuneLt(LtGemm& lt, const LtCached& cached,
   std::vector<double> medians;
   lt_device_algo_ = dev.value_or(algos.front());
   if (tune_device || tune_graphs) {
-    absl::StatusOr<int> best = TuneLtDevice(lt, algos, &medians);
+    absl::StatusOr<int> best = TuneLtDevice(lt, algos, kLtTuneRounds, &medians);
     if (!best.ok()) return best.status();
     if (tune_device) {
       lt_device_algo_ = algos[*best];
@@ -176,6 +179,53 @@ absl::Status ProblemSession::TuneLt(LtGemm& lt, const LtCached& cached,
     }
   }
   lt.set_algo(lt_device_algo_);
+  return absl::OkStatus();
+}
+
+// A screen compares by one figure (plan.lt_figure: its graph regime, or
+// device time for the eager figures, as the full measurement times them
+// with the device-time choice). A cached choice for it is used as it is,
+// marked retune or not: tuning again is the full measurement's job. Else the
+// heuristic's algorithms are timed in that figure (a regime's replays sized
+// by one device-time call each) and the winner is the one choice returned.
+// The baseline's device samples, which size its replays, use the same choice.
+absl::Status ProblemSession::TuneLtScreen(LtGemm& lt, const LtCached& cached,
+                                          std::vector<v1::LtAlgo>* tuned) {
+  const std::string& figure = ctx_.plan.lt_figure;
+  const bool graphs = ctx_.protocol.graph_samples() > 0;
+  const int regime = !graphs ? -1 : figure == "graph-hot" ? 0 : figure == "graph-cold" ? 1 : -1;
+  const v1::LtAlgo* stored = regime == 0 ? cached.hot : regime == 1 ? cached.cold : cached.device;
+  const auto use = [&](const cublasLtMatmulAlgo_t& algo) {
+    lt_device_algo_ = algo;
+    if (regime >= 0) lt_regime_algo_[regime] = algo;
+    lt.set_algo(algo);
+  };
+  if (std::optional<cublasLtMatmulAlgo_t> c = UsableCached(lt, stored)) {
+    use(*c);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> heur =
+      lt.Heuristics(std::max(1, ctx_.protocol.lt_auto_algos()));
+  if (!heur.ok()) return heur.status();
+  const std::vector<cublasLtMatmulAlgo_t>& algos = *heur;
+  std::vector<double> medians;
+  absl::StatusOr<int> by_device = TuneLtDevice(lt, algos, regime < 0 ? kLtTuneRounds : 1, &medians);
+  if (!by_device.ok()) return by_device.status();
+  if (regime < 0) {
+    use(algos[*by_device]);
+    lt_auto_index_ = *by_device;
+    tuned->push_back(TunedChoice(algos[*by_device], "device"));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int> best = TuneLtGraph(lt, algos, medians, regime == 1);
+  if (!best.ok()) return best.status();
+  if (*best < 0) {  // none captured: the baseline has no graph figure; nothing to cache
+    use(algos[*by_device]);
+    return absl::OkStatus();
+  }
+  use(algos[*best]);
+  lt_regime_index_[regime] = *best;
+  tuned->push_back(TunedChoice(algos[*best], figure));
   return absl::OkStatus();
 }
 

@@ -1,27 +1,49 @@
-// anvil-runner: evaluates one built candidate on one or more problems.
+// anvil-runner: measures built candidates on problems (RUNNER.md).
 // Reads a RunnerRequest (JSON) on stdin and writes RunnerEvents (JSON, one per
-// line) on stdout: info, ceilings, then one Measurement per problem as soon as
-// it is done. Exit codes: 0 done; 2 bad request or candidate not loadable;
-// 3 the candidate left the CUDA context unusable (later problems not run);
-// 4 the runner itself failed.
+// line) on stdout: info, ceilings, then per problem its ProblemStart, newly
+// tuned cuBLASLt choices and Measurement, each as soon as it is done. Two
+// forms of request:
+//   single  one candidate (library, candidate_id, layout) on `shapes`;
+//   batch   `items`, (candidate, problem) pairs measured in order, each
+//           candidate's library opened at its first item and kept loaded.
+// Exit codes:
+//   0  done.
+//   2  bad request; or, in the single form, the candidate not loadable (a
+//      batch reports such a library as CRASHED not_loadable on each of its
+//      items and goes on).
+//   3  the candidate left the CUDA context unusable (a sticky error): its
+//      problem's measurement was emitted; the later problems or items were
+//      not run.
+//   4  the runner itself failed.
+//   5  a batch only: after an item whose next item is another candidate's,
+//      the process-wide state (host threads, current device and context,
+//      device limits and configuration, the stream's attributes, device
+//      memory in use) differs from the start-up state, which could change
+//      the next candidate's verdict or figures. Every item so far was
+//      measured and emitted, the last with the verdict it would get alone;
+//      the rest of the batch (that candidate's later items too) needs a
+//      fresh process. stderr says what changed and after which candidate.
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "worker/runner/ceilings.h"
+#include "worker/runner/process_state.h"
+#include "worker/runner/protocol.h"
 #include "worker/runner/session.h"
 
 namespace anvil::runner {
 namespace {
+
+using LtAlgos = google::protobuf::RepeatedPtrField<v1::LtAlgo>;
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -42,132 +64,210 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-void FillDefaults(v1::RunnerProtocol& p) {
-  auto def = [](auto get, auto set, auto value) { if (get() <= 0) set(value); };
-  def([&] { return p.warmup_ms(); }, [&](double v) { p.set_warmup_ms(v); }, 20.0);
-  def([&] { return p.warmup_calls(); }, [&](int v) { p.set_warmup_calls(v); }, 5);
-  def([&] { return p.rounds(); }, [&](int v) { p.set_rounds(v); }, 5);
-  def([&] { return p.device_samples(); }, [&](int v) { p.set_device_samples(v); }, 6);
-  def([&] { return p.cold_samples(); }, [&](int v) { p.set_cold_samples(v); }, 2);
-  def([&] { return p.warm_calls(); }, [&](int v) { p.set_warm_calls(v); }, 20);
-  def([&] { return p.call_samples(); }, [&](int v) { p.set_call_samples(v); }, 6);
-  // The threshold applies to the error beyond correct rounding:
-  // ||C - fp16(ref)|| / ||ref||, ref the fp32-accumulated product. Against ref
-  // itself every kernel, cuBLAS included, sits near 2.1e-4 (the fp16 rounding
-  // of C), and on tiny outputs a single element can reach 4.9e-4 (half an ulp):
-  // a bound there would fail correct kernels by chance. Beyond rounding, fp32
-  // accumulation in another order differs from ref only where the rounding
-  // flips (well under 1e-4 up to K = 16384), while fp16 accumulation lands at
-  // 6e-4 to 2e-3 against ref, 5.6e-4 and up beyond rounding. 3e-4 sits between.
-  def([&] { return p.rel_err_threshold(); }, [&](double v) { p.set_rel_err_threshold(v); }, 3e-4);
-  def([&] { return p.flush_bytes(); }, [&](int64_t v) { p.set_flush_bytes(v); }, int64_t(256) << 20);
-  def([&] { return p.max_extra_device_bytes(); }, [&](int64_t v) { p.set_max_extra_device_bytes(v); }, int64_t(256) << 20);
-  def([&] { return p.max_workspace_bytes(); }, [&](int64_t v) { p.set_max_workspace_bytes(v); }, int64_t(4) << 30);
-  // Every algorithm the heuristic returns, up to 32: the fastest for a shape
-  // is not always among its first few.
-  def([&] { return p.lt_auto_algos(); }, [&](int v) { p.set_lt_auto_algos(v); }, 32);
-  // Graph replays: 3 per regime, implementation and round, each lasting about
-  // a millisecond (at least 4 calls, at most 8192), the cold sets together
-  // over twice the L2.
-  def([&] { return p.graph_samples(); }, [&](int v) { p.set_graph_samples(v); }, 3);
-  def([&] { return p.graph_replay_us(); }, [&](double v) { p.set_graph_replay_us(v); }, 1000.0);
-  def([&] { return p.graph_max_calls(); }, [&](int v) { p.set_graph_max_calls(v); }, 8192);
-  def([&] { return p.graph_cold_l2_multiple(); }, [&](double v) { p.set_graph_cold_l2_multiple(v); }, 2.0);
-  // A kernel's speed can depend on where its operands lie in device memory: on
-  // the H200 a 1000^3 kernel's median moved 6% from one operand set to another,
-  // the same sets in every process, so one set per process is one draw
-  // (bench/results/2026-11-26-operand-placement-h200.md). Four sets, up to 4 GiB of them.
-  def([&] { return p.operand_sets(); }, [&](int v) { p.set_operand_sets(v); }, 4);
-  def([&] { return p.max_operand_bytes(); }, [&](int64_t v) { p.set_max_operand_bytes(v); }, int64_t(4) << 30);
-}
-
-// Calls of one implementation a problem makes at most after its ProblemStart:
-// warm-up, the eager timing rounds, the graph replays (each replay of a
-// sample runs twice, in both regimes, plus one audited replay per regime; a
-// hot replay holds about graph_replay_us of calls, a cold one up to
-// the cold sets' count rounded up), and the correctness, timed-output and capture checks
-// (kCheckCalls). The worker scales the problem's time limit with it: keep it
-// an upper bound when the timing protocol changes.
-int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, double reference_us,
-                                      const v1::Shape& shape, int64_t l2_bytes) {
-  constexpr int64_t kCheckCalls = 64;
-  const int64_t eager = p.warmup_calls() + int64_t(p.rounds()) * (p.device_samples() + p.cold_samples() +
-                                                                  p.warm_calls() + p.call_samples());
-  const int64_t hot_calls = std::clamp<int64_t>(
-      reference_us > 0 ? int64_t(std::ceil(p.graph_replay_us() / reference_us)) : 4, 4,
-      std::max(4, p.graph_max_calls()));
-  // The cold sets as the session sizes them (graph_timing.cc), each call once at least.
-  const double set_bytes = 2.0 * (double(shape.m()) * shape.k() + double(shape.n()) * shape.k() +
-                                  double(shape.m()) * shape.n());
-  const int64_t sets = std::clamp<int64_t>(
-      int64_t(p.graph_cold_l2_multiple() * double(l2_bytes) / std::max(1.0, set_bytes)) + 1, 2,
-      std::max(2, p.graph_max_calls()));
-  const int64_t cold_calls = (std::max(hot_calls, sets) + sets - 1) / sets * sets;
-  const int64_t replays = 2 * (int64_t(p.rounds()) * p.graph_samples() + 1);
-  return eager + replays * (hot_calls + cold_calls) + kCheckCalls;
-}
-
-void EmitProblemStart(const v1::Shape& shape, const v1::RunnerProtocol& p, double reference_us,
-                      int baselines, int64_t l2_bytes) {
-  const int64_t calls = PlannedCallsPerImplementation(p, reference_us, shape, l2_bytes);
+// `baselines`: those timed in this problem (0 when a screen reuses the
+// problem's earlier baselines), so the limit counts only calls still to come.
+void EmitProblemStart(const v1::Shape& shape, const RunnerContext& ctx, double reference_us,
+                      int baselines) {
+  const int64_t calls =
+      PlannedCallsPerImplementation(ctx.protocol, ctx.plan, reference_us, shape, ctx.l2_bytes);
   v1::RunnerEvent e;
   v1::ProblemStart* s = e.mutable_problem_start();
   *s->mutable_shape() = shape;
   s->set_reference_call_us(reference_us);
   s->set_candidate_calls(calls);
   s->set_baseline_calls(calls * baselines);
-  s->set_warmup_seconds((1 + baselines) * p.warmup_ms() / 1e3);
+  s->set_warmup_seconds((1 + baselines) * ctx.protocol.warmup_ms() / 1e3);
   Emit(e);
 }
 
-// The request's cached cuBLASLt choices for this problem, by figure.
-LtCached FindAlgos(const v1::RunnerRequest& req, const v1::Shape& s, const std::string& version) {
-  LtCached out;
-  for (const v1::LtAlgo& a : req.lt_algos()) {
+// Fills the empty slots of `out` with the choices in `algos` for this
+// problem, by figure (the first that matches).
+void FindAlgos(const LtAlgos& algos, const v1::Shape& s, v1::Layout layout,
+               const std::string& version, LtCached* out) {
+  for (const v1::LtAlgo& a : algos) {
     if (a.shape().m() != s.m() || a.shape().n() != s.n() || a.shape().k() != s.k() ||
-        a.layout() != req.layout() || a.cublas_version() != version) {
+        a.layout() != layout || a.cublas_version() != version) {
       continue;
     }
     const std::string& f = a.figure();
-    const v1::LtAlgo** slot = f == "graph-hot" ? &out.hot : f == "graph-cold" ? &out.cold
-                              : (f.empty() || f == "device") ? &out.device : nullptr;
+    const v1::LtAlgo** slot = f == "graph-hot" ? &out->hot : f == "graph-cold" ? &out->cold
+                              : (f.empty() || f == "device") ? &out->device : nullptr;
     if (slot && !*slot) *slot = &a;
   }
-  return out;
 }
 
-// Measures one problem and emits its newly tuned cuBLASLt choices, then its
-// measurement. 0, or the exit code when the runner must stop.
-int RunProblem(const v1::RunnerRequest& req, RunnerContext& ctx, CandidateLibrary& lib,
-               const Device& device, const v1::Shape& shape) {
+// What every measurement of this runner says about where it was taken.
+void Stamp(v1::Measurement& m, const v1::RunnerItem& item, const Device& device) {
+  m.set_candidate_id(item.candidate_id());
+  m.mutable_problem()->set_gpu(device.info.gpu());
+  m.mutable_problem()->set_arch(device.info.arch());
+  m.set_gpu_uuid(device.info.gpu_uuid());
+  m.set_versions(device.info.versions());
+  m.set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// Measures one candidate on one problem and emits its newly tuned cuBLASLt
+// choices (also appended to *tuned), then its measurement. 0, or the exit
+// code when the runner must stop.
+int MeasureItem(const v1::RunnerItem& item, const LtCached& algos, RunnerContext& ctx,
+                const CandidateLibrary& lib, const Device& device, LtAlgos* tuned) {
   auto p0 = std::chrono::steady_clock::now();
-  GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), req.layout()};
+  const v1::Shape& shape = item.shape();
+  GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), item.layout()};
   ctx.on_problem_start = [&](double reference_us, int baselines) {
-    EmitProblemStart(shape, ctx.protocol, reference_us, baselines, ctx.l2_bytes);
+    EmitProblemStart(shape, ctx, reference_us, baselines);
   };
   ProblemSession session(ctx, lib, gs);
-  std::vector<v1::LtAlgo> tuned;
-  absl::StatusOr<v1::Measurement> m =
-      session.Run(FindAlgos(req, shape, ctx.cublas_version), &tuned);
+  std::vector<v1::LtAlgo> new_algos;
+  absl::StatusOr<v1::Measurement> m = session.Run(algos, &new_algos);
   if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
-  m->set_candidate_id(req.candidate_id());
-  m->mutable_problem()->set_gpu(device.info.gpu());
-  m->mutable_problem()->set_arch(device.info.arch());
-  m->set_gpu_uuid(device.info.gpu_uuid());
-  m->set_versions(device.info.versions());
-  m->set_measured_at_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch()).count());
+  Stamp(*m, item, device);
   m->set_seconds(SecondsSince(p0));
-  for (const v1::LtAlgo& t : tuned) {
+  for (const v1::LtAlgo& t : new_algos) {
     v1::RunnerEvent e;
     *e.mutable_lt_algo() = t;
     Emit(e);
+    if (tuned) *tuned->Add() = t;
   }
   v1::RunnerEvent e;
   *e.mutable_measurement() = *m;
   Emit(e);
   if (session.context_lost()) return Fail(3, "candidate left a sticky CUDA error; stopping");
   return 0;
+}
+
+// The single form: one candidate, loaded at start-up, on each shape in turn.
+int RunShapes(const v1::RunnerRequest& req, RunnerContext& ctx, const CandidateLibrary& lib,
+              const Device& device) {
+  for (const v1::Shape& shape : req.shapes()) {
+    v1::RunnerItem item;
+    item.set_library(req.library());
+    item.set_candidate_id(req.candidate_id());
+    item.set_layout(req.layout());
+    *item.mutable_shape() = shape;
+    LtCached algos;
+    FindAlgos(req.lt_algos(), shape, req.layout(), ctx.cublas_version, &algos);
+    if (int rc = MeasureItem(item, algos, ctx, lib, device, nullptr); rc != 0) return rc;
+  }
+  return 0;
+}
+
+// A batch item whose library cannot be loaded: its measurement, as the
+// single form's host reports a runner that exits 2.
+void EmitNotLoadable(const v1::RunnerItem& item, const RunnerContext& ctx, const Device& device,
+                     const absl::Status& why) {
+  v1::Measurement m;
+  *m.mutable_problem()->mutable_shape() = item.shape();
+  m.mutable_problem()->set_layout(item.layout());
+  m.mutable_problem()->set_dtype(v1::DTYPE_F16_F32ACC);
+  m.set_fidelity(ctx.plan.screen ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
+  m.set_verdict(v1::VERDICT_CRASHED);
+  m.set_reason("not_loadable");
+  m.set_detail(std::string(why.message()));
+  Stamp(m, item, device);
+  v1::RunnerEvent e;
+  *e.mutable_measurement() = m;
+  Emit(e);
+}
+
+bool SameCandidate(const v1::RunnerItem& a, const v1::RunnerItem& b) {
+  return a.library() == b.library() && a.candidate_id() == b.candidate_id();
+}
+
+// The vendor libraries and CUPTI allocate and start what they need at their
+// first use: one small cuBLAS GEMM watched by CUPTI and one graph launch now,
+// so that what they keep is in the start-up state and not charged to the
+// first candidate of a batch.
+absl::Status PrimeVendorState(RunnerContext& ctx) {
+  constexpr int kN = 64;
+  absl::StatusOr<DeviceMemory> a = DeviceMemory::Allocate(kN * kN * sizeof(__half));
+  absl::StatusOr<DeviceMemory> c = DeviceMemory::Allocate(kN * kN * sizeof(float));
+  if (!a.ok()) return a.status();
+  if (!c.ok()) return c.status();
+  ANVIL_CUDA(cudaMemsetAsync(a->get(), 0, a->bytes(), ctx.stream));
+  ANVIL_RETURN_IF_ERROR(ctx.monitor->SetActivity(true));
+  const uint64_t t0 = ctx.monitor->Now();
+  ANVIL_RETURN_IF_ERROR(ReferenceGemm(ctx.cublas, GemmShape{kN, kN, kN, v1::LAYOUT_NT},
+                                      a->get<__half>(), a->get<__half>(), c->get<float>(),
+                                      ctx.stream));
+  ANVIL_CUDA(cudaStreamSynchronize(ctx.stream));
+  ANVIL_RETURN_IF_ERROR(ctx.monitor->SetActivity(false));
+  (void)ctx.monitor->Take(t0, ctx.monitor->Now());
+  // The graph is a courtesy: a failed capture is not sticky and fails nothing.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t err = cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeGlobal);
+  if (err == cudaSuccess) {
+    cudaMemsetAsync(c->get(), 0, c->bytes(), ctx.stream);
+    err = cudaStreamEndCapture(ctx.stream, &graph);
+  }
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+  if (err == cudaSuccess) err = cudaGraphLaunch(exec, ctx.stream);
+  cudaGetLastError();
+  ANVIL_CUDA(cudaStreamSynchronize(ctx.stream));
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  return absl::OkStatus();
+}
+
+// The batch form. Candidates share the process (RUNNER.md): between one
+// candidate's last item and the next candidate, the process state must be
+// what it was at start-up, else the process ends (exit 5) and the host runs
+// the rest of the batch in a fresh one.
+int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device) {
+  if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
+  absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
+  if (!start.ok()) return Fail(4, std::string(start.status().message()));
+  // Opened at each candidate's first item, after the seccomp filter, and
+  // kept for the process's life: the CUDA runtime may still refer to their
+  // kernels (CandidateLibrary never unmaps one).
+  std::map<std::string, absl::StatusOr<std::unique_ptr<CandidateLibrary>>> libraries;
+  // Choices tuned in this process, looked up first: a later item of the
+  // problem uses them as they are instead of tuning again.
+  LtAlgos tuned;
+  const uint64_t seed = ctx.seed;
+  for (int i = 0; i < req.items_size(); ++i) {
+    const v1::RunnerItem& item = req.items(i);
+    // Inputs of their own for every item: an earlier candidate's freed
+    // outputs and references, still readable in device memory, were computed
+    // from other inputs (the golden-ratio step is odd, so no two items share
+    // a seed).
+    ctx.seed = seed + 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
+    auto [lib, added] = libraries.try_emplace(item.library(), absl::UnknownError(""));
+    if (added) lib->second = CandidateLibrary::Open(item.library());
+    if (!lib->second.ok()) {
+      EmitNotLoadable(item, ctx, device, lib->second.status());
+    } else {
+      LtCached algos;
+      FindAlgos(tuned, item.shape(), item.layout(), ctx.cublas_version, &algos);
+      FindAlgos(req.lt_algos(), item.shape(), item.layout(), ctx.cublas_version, &algos);
+      if (int rc = MeasureItem(item, algos, ctx, **lib->second, device, &tuned); rc != 0) return rc;
+    }
+    if (i + 1 == req.items_size() || SameCandidate(item, req.items(i + 1))) continue;
+    // Persisting L2 lines a candidate set aside would favour or hinder the next.
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) cudaGetLastError();
+    absl::StatusOr<ProcessState> now = CaptureProcessState(ctx.stream);
+    const std::string changes = now.ok() ? DescribeChanges(*start, *now)
+                                         : absl::StrCat("cannot read it: ", now.status().message());
+    if (!changes.empty()) {
+      return Fail(5, absl::StrCat("the process state changed after candidate ", item.candidate_id(),
+                                  " (", item.library(), "): ", changes,
+                                  "; the rest of the batch needs a fresh process"));
+    }
+  }
+  return 0;
+}
+
+// OK, or why the request cannot be measured (exit 2).
+absl::Status CheckRequest(const v1::RunnerRequest& req) {
+  auto layout_ok = [](v1::Layout l) { return l == v1::LAYOUT_NT || l == v1::LAYOUT_NN; };
+  for (const v1::RunnerItem& item : req.items()) {
+    if (!layout_ok(item.layout())) return absl::InvalidArgumentError("an item's layout missing");
+    if (item.library().empty()) return absl::InvalidArgumentError("an item's library missing");
+  }
+  if (req.items().empty() && !layout_ok(req.layout())) return absl::InvalidArgumentError("layout missing");
+  return CheckProtocol(req.protocol());
 }
 
 int Main() {
@@ -177,14 +277,18 @@ int Main() {
   if (!google::protobuf::util::JsonStringToMessage(input, &req).ok()) {
     return Fail(2, "stdin is not a RunnerRequest in JSON");
   }
-  if (req.layout() != v1::LAYOUT_NT && req.layout() != v1::LAYOUT_NN) return Fail(2, "layout missing");
   FillDefaults(*req.mutable_protocol());
+  if (absl::Status st = CheckRequest(req); !st.ok()) return Fail(2, std::string(st.message()));
+  const bool batch = !req.items().empty();
   absl::StatusOr<std::unique_ptr<CuptiMonitor>> monitor = CuptiMonitor::Start();
   if (!monitor.ok()) return Fail(4, std::string(monitor.status().message()));
   absl::StatusOr<Device> device = OpenDevice(req.device());
   if (!device.ok()) return Fail(4, std::string(device.status().message()));
-  absl::StatusOr<std::unique_ptr<CandidateLibrary>> lib = CandidateLibrary::Open(req.library());
-  if (!lib.ok()) return Fail(2, std::string(lib.status().message()));
+  absl::StatusOr<std::unique_ptr<CandidateLibrary>> lib = nullptr;
+  if (!batch) {
+    lib = CandidateLibrary::Open(req.library());
+    if (!lib.ok()) return Fail(2, std::string(lib.status().message()));
+  }
 
   RunnerContext ctx;
   if (cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking) != cudaSuccess) {
@@ -194,6 +298,7 @@ int Main() {
   ctx.lt = device->lt;
   ctx.monitor = monitor->get();
   ctx.protocol = req.protocol();
+  ctx.plan = PlanFor(ctx.protocol);
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
@@ -225,11 +330,7 @@ int Main() {
   v1::RunnerEvent info;
   *info.mutable_info() = device->info;
   Emit(info);
-
-  for (const v1::Shape& shape : req.shapes()) {
-    if (int rc = RunProblem(req, ctx, **lib, *device, shape); rc != 0) return rc;
-  }
-  return 0;
+  return batch ? RunBatch(req, ctx, *device) : RunShapes(req, ctx, **lib, *device);
 }
 
 }  // namespace

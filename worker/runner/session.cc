@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/runner/counter_profile.h"
@@ -169,15 +170,26 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
   if (!ws.ok()) return ws.status();
   ws_ = std::move(*ws);
   impls_.push_back(std::make_unique<CandidateGemm>(lib_, shape_, ws_.get()));
-  if (!ctx_.protocol.skip_baselines()) ANVIL_RETURN_IF_ERROR(SetUpBaselines(cached, tuned));
+  if (ctx_.plan.screen) screened_ = ctx_.screened.Find(shape_.m, shape_.n, shape_.k, shape_.layout);
+  if (screened_) {
+    // The accuracy bound's floor is the vendors' error on this problem, as
+    // the first screen measured it.
+    baseline_excess_ = screened_->excess_err;
+    reference_call_us_ = screened_->reference_call_us;
+  } else if (!ctx_.protocol.skip_baselines()) {
+    ANVIL_RETURN_IF_ERROR(SetUpBaselines(cached, tuned));
+  }
   ANVIL_CUDA(cudaDeviceSynchronize());
   size_t free_b = 0, total = 0;
   ANVIL_CUDA(cudaMemGetInfo(&free_b, &total));
   free_before_ = static_cast<int64_t>(free_b);
-  if (ctx_.on_problem_start) {
+  if (!screened_ && (ctx_.on_problem_start || ctx_.plan.screen)) {
     absl::StatusOr<double> reference = SlowestBaselineCallUs();
     if (!reference.ok()) return reference.status();
-    ctx_.on_problem_start(*reference, static_cast<int>(impls_.size()) - 1);
+    reference_call_us_ = *reference;
+  }
+  if (ctx_.on_problem_start) {
+    ctx_.on_problem_start(reference_call_us_, static_cast<int>(impls_.size()) - 1);
   }
 
   absl::StatusOr<std::optional<Failure>> f = CheckCorrectness(m);
@@ -230,7 +242,7 @@ void ProblemSession::ProfileCounters(v1::Measurement& m) {
       errors.push_back(absl::StrCat("not on this GPU: ", absl::StrJoin(p->unsupported, ", ")));
   };
   profile(0, "hw.");
-  if (fastest >= 0) {
+  if (fastest >= 0 && static_cast<size_t>(fastest) + 1 < impls_.size()) {  // not a screen's cached one
     (*m.mutable_profile())["hw.baseline_index"] = fastest;
     profile(static_cast<size_t>(fastest) + 1, "hw.baseline.");
   }
@@ -238,6 +250,7 @@ void ProblemSession::ProfileCounters(v1::Measurement& m) {
 }
 
 void ProblemSession::Fill(v1::Measurement& m) const {
+  m.set_fidelity(ctx_.plan.screen ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
   m.mutable_problem()->mutable_shape()->set_m(shape_.m);
   m.mutable_problem()->mutable_shape()->set_n(shape_.n);
   m.mutable_problem()->mutable_shape()->set_k(shape_.k);
@@ -249,24 +262,10 @@ void ProblemSession::Fill(v1::Measurement& m) const {
   if (c.flops_per_s() > 0 && c.bytes_per_s() > 0) {
     m.set_sol_us(std::max(flops / c.flops_per_s(), bytes / c.bytes_per_s()) * 1e6);
   }
-  auto fill_timings = [&](size_t i, v1::Timings* t) {
-    const Samples& s = samples_[i];
-    if (!s.device.empty()) *t->mutable_device() = Summarize(s.device);
-    if (!s.cold.empty()) *t->mutable_cold() = Summarize(s.cold);
-    if (!s.warm.empty()) *t->mutable_warm() = Summarize(s.warm);
-    if (!s.call.empty()) *t->mutable_call() = Summarize(s.call);
-    t->set_first_call_us(s.first);
-    if (!s.graph_hot.empty()) *t->mutable_graph_hot() = Summarize(s.graph_hot);
-    if (!s.graph_cold.empty()) *t->mutable_graph_cold() = Summarize(s.graph_cold);
-    if (i < graphs_.size() && graphs_[i].hot_calls) t->set_graph_calls_hot(graphs_[i].hot_calls);
-    if (i < graphs_.size() && graphs_[i].cold_calls) {
-      t->set_graph_calls_cold(graphs_[i].cold_calls);
-      t->set_graph_cold_sets(cold_.sets);
-    }
-  };
-  if (!samples_.empty()) fill_timings(0, m.mutable_timings());
+  if (!samples_.empty()) FillTimings(0, m.mutable_timings());
   m.set_graph_note(GraphNote());
-  if (m.verdict() == v1::VERDICT_PASSED && !m.timings().has_graph_cold() && m.graph_note().empty())
+  if (m.verdict() == v1::VERDICT_PASSED && ctx_.plan.graph_cold && !m.timings().has_graph_cold() &&
+      m.graph_note().empty())
     m.set_graph_note("graph figures not measured (protocol.graph_samples is 0)");
   for (const auto& [name, value] : extra_profile_) (*m.mutable_profile())[name] = value;
   if (m.timings().device().median_us() > 0 && m.sol_us() > 0) {
@@ -276,21 +275,71 @@ void ProblemSession::Fill(v1::Measurement& m) const {
     for (const std::string& k : kernels_[0]) m.add_kernel_names(k);
   }
   for (size_t i = 1; i < impls_.size() && i < samples_.size(); ++i) {
-    v1::Baseline* b = m.add_baselines();
-    b->set_name(impls_[i]->name());
-    fill_timings(i, b->mutable_timings());
-    b->set_kernels(absl::StrJoin(kernels_[i], ";"));
-    const bool tuned_here = impls_[i].get() == lt_auto_;
-    b->set_algo_index(tuned_here ? lt_auto_index_ : -1);
-    b->set_algo_index_graph_hot(tuned_here ? lt_regime_index_[0] : -1);
-    b->set_algo_index_graph_cold(tuned_here ? lt_regime_index_[1] : -1);
-    if (i < baseline_rel_err_.size()) b->set_rel_err(baseline_rel_err_[i]);
+    *m.add_baselines() = BaselineRecord(i);
+  }
+  if (screened_) {
+    for (const v1::Baseline& b : screened_->records) *m.add_baselines() = b;
+    for (const auto& [name, value] : screened_->profile) (*m.mutable_profile())[name] = value;
   }
   if (!kernels_per_call_.empty()) {
     std::vector<int> k = kernels_per_call_;
     std::sort(k.begin(), k.end());
     m.set_kernels_per_call(k[k.size() / 2]);
   }
+}
+
+void ProblemSession::FillTimings(size_t i, v1::Timings* t) const {
+  const Samples& s = samples_[i];
+  if (!s.device.empty()) *t->mutable_device() = Summarize(s.device);
+  if (!s.cold.empty()) *t->mutable_cold() = Summarize(s.cold);
+  if (!s.warm.empty()) *t->mutable_warm() = Summarize(s.warm);
+  if (!s.call.empty()) *t->mutable_call() = Summarize(s.call);
+  t->set_first_call_us(s.first);
+  if (!s.graph_hot.empty()) *t->mutable_graph_hot() = Summarize(s.graph_hot);
+  if (!s.graph_cold.empty()) *t->mutable_graph_cold() = Summarize(s.graph_cold);
+  if (i < graphs_.size() && graphs_[i].hot_calls) t->set_graph_calls_hot(graphs_[i].hot_calls);
+  if (i < graphs_.size() && graphs_[i].cold_calls) {
+    t->set_graph_calls_cold(graphs_[i].cold_calls);
+    t->set_graph_cold_sets(cold_.sets);
+  }
+}
+
+v1::Baseline ProblemSession::BaselineRecord(size_t i) const {
+  v1::Baseline b;
+  b.set_name(impls_[i]->name());
+  FillTimings(i, b.mutable_timings());
+  // A screen's baselines report its figure only: device samples that sized
+  // their graph replays are no figure of theirs.
+  if (ctx_.plan.screen && ctx_.plan.figure != "device") b.mutable_timings()->clear_device();
+  b.set_kernels(absl::StrJoin(kernels_[i], ";"));
+  const bool tuned_here = impls_[i].get() == lt_auto_;
+  b.set_algo_index(tuned_here ? lt_auto_index_ : -1);
+  b.set_algo_index_graph_hot(tuned_here ? lt_regime_index_[0] : -1);
+  b.set_algo_index_graph_cold(tuned_here ? lt_regime_index_[1] : -1);
+  if (i < baseline_rel_err_.size()) b.set_rel_err(baseline_rel_err_[i]);
+  return b;
+}
+
+// The baselines' records as this screen's measurement carries them, and what
+// the problem's later screens need besides: the reference call for their
+// time limit, the vendors' errors for the accuracy bound, the baselines'
+// profile entries and graph notes.
+void ProblemSession::CacheBaselines() {
+  CachedBaselines entry;
+  entry.reference_call_us = reference_call_us_;
+  entry.excess_err = baseline_excess_;
+  for (size_t i = 1; i < impls_.size() && i < samples_.size(); ++i) {
+    entry.records.push_back(BaselineRecord(i));
+    entry.rel_err.push_back(i < baseline_rel_err_.size() ? baseline_rel_err_[i] : 0);
+    const std::string suffix = "." + impls_[i]->name();
+    for (const auto& [name, value] : extra_profile_) {
+      if (absl::EndsWith(name, suffix)) entry.profile[name] = value;
+    }
+    if (i < graphs_.size() && !graphs_[i].why_not.empty()) {
+      absl::StrAppend(&entry.graph_note, entry.graph_note.empty() ? "" : "; ", graphs_[i].why_not);
+    }
+  }
+  ctx_.screened.Put(shape_.m, shape_.n, shape_.k, shape_.layout, std::move(entry));
 }
 
 }  // namespace anvil::runner

@@ -5,6 +5,10 @@
 //   graph_timing.cc - the graph-replay figures in the hot and cold regimes
 //   lt_tuning.cc - cuBLASLt autotuned, in each figure it is compared by
 //   session.cc - buffers, baselines, the order of the steps, the result
+// A screen (ctx.plan, protocol.h) takes the same steps with fewer figures and
+// rounds; the first screen of a problem in the process leaves the baselines'
+// records in ctx.screened, and the later ones copy them instead of setting up
+// or calling any baseline.
 // Reference results are computed only after the candidate's call has finished
 // and from pristine copies of the inputs, so a candidate never sees one for
 // inputs it is being asked about. Inputs are regenerated before every timed
@@ -25,10 +29,12 @@
 #include "absl/status/statusor.h"
 #include "anvil/v1/runner.pb.h"
 #include "anvil/v1/types.pb.h"
+#include "worker/runner/baseline_cache.h"
 #include "worker/runner/cupti_monitor.h"
 #include "worker/runner/cuda_util.h"
 #include "worker/runner/device_ops.h"
 #include "worker/runner/gemm_impls.h"
+#include "worker/runner/protocol.h"
 
 namespace anvil::runner {
 
@@ -45,6 +51,8 @@ struct RunnerContext {
   // (bench/results/2026-11-27-launch-gap-h100.md).
   cudaStream_t stream = nullptr;
   v1::RunnerProtocol protocol;  // defaults filled in
+  MeasurePlan plan;             // PlanFor(protocol)
+  BaselineCache screened;       // the baselines of each problem screened so far
   v1::Ceilings ceilings;
   std::string gpu;              // normalised model name, for LtAlgo cache entries
   std::string cublas_version;
@@ -116,6 +124,11 @@ class ProblemSession {
   int Call(GemmImpl& impl);
   absl::Status FlushL2(int pattern);  // evicts L2 (the flush buffer), waits for it
   void Fill(v1::Measurement& m) const;
+  void FillTimings(size_t i, v1::Timings* t) const;  // implementation i's samples
+  // Baseline i's record (i >= 1, an index of impls_), as Fill writes it.
+  v1::Baseline BaselineRecord(size_t i) const;
+  // A screen's baselines, once every round has timed them, into ctx.screened.
+  void CacheBaselines();
   void ProfileCounters(v1::Measurement& m);
   // checks.cc
   absl::StatusOr<std::optional<Failure>> CheckCorrectness(v1::Measurement& m);
@@ -193,8 +206,9 @@ class ProblemSession {
   std::string GraphNote() const;
   // lt_tuning.cc
   absl::Status TuneLt(LtGemm& lt, const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
+  absl::Status TuneLtScreen(LtGemm& lt, const LtCached& cached, std::vector<v1::LtAlgo>* tuned);
   absl::StatusOr<int> TuneLtDevice(LtGemm& lt, const std::vector<cublasLtMatmulAlgo_t>& algos,
-                                   std::vector<double>* medians);
+                                   int rounds, std::vector<double>* medians);
   absl::StatusOr<int> TuneLtGraph(LtGemm& lt, const std::vector<cublasLtMatmulAlgo_t>& algos,
                                   const std::vector<double>& device_us, bool cold);
   static std::optional<cublasLtMatmulAlgo_t> UsableCached(LtGemm& lt, const v1::LtAlgo* cached);
@@ -216,6 +230,10 @@ class ProblemSession {
   cudaStream_t stream_ = nullptr;            // ctx.stream: handed to every call, and the runner's own
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::vector<std::unique_ptr<GemmImpl>> impls_;  // [0] candidate, then baselines
+  // A screen of a problem screened before in this process: its baselines'
+  // records (impls_ holds the candidate only); else null.
+  const CachedBaselines* screened_ = nullptr;
+  double reference_call_us_ = 0;             // as sent in ProblemStart
   struct Samples {
     std::vector<double> device, cold, warm, call, graph_hot, graph_cold;
     double first = 0;

@@ -2,7 +2,9 @@
 // are measured in interleaved rounds, each round taking every figure (the
 // graph replays' in graph_timing.cc) for every implementation in a rotated order, so the GPU's power state moves
 // them all alike; implementation i's round r runs on operand set i + r, so
-// over the rounds each meets every placement of its operands alike.
+// over the rounds each meets every placement of its operands alike. A screen
+// (ctx.plan) takes only its figure, plus the candidate's device time, which
+// the audits compare against, and the baselines' where it sizes their graphs.
 #include <algorithm>
 #include <random>
 
@@ -91,10 +93,12 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::DeviceSamples(GemmImpl& i
 }
 
 // Cold (L2 flushed, events), warm (back-to-back batch, events) and call
-// (host clock around one call plus a device sync).
+// (host clock around one call plus a device sync); a screen takes only its
+// figure's, if any.
 absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& impl, size_t index) {
   Samples& s = samples_[index];
-  for (int i = 0; i < ctx_.protocol.cold_samples(); ++i) {
+  const MeasurePlan& plan = ctx_.plan;
+  for (int i = 0; plan.cold && i < ctx_.protocol.cold_samples(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
     ANVIL_RETURN_IF_ERROR(FlushL2(i));
     ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
@@ -106,18 +110,20 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& imp
     ANVIL_CUDA(cudaEventElapsedTime(&ms, ev0_, ev1_));
     s.cold.push_back(ms * 1e3);
   }
-  ANVIL_RETURN_IF_ERROR(Regenerate());
-  const int batch = ctx_.protocol.warm_calls();
-  int rc = 0;
-  ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
-  for (int i = 0; i < batch && rc == 0; ++i) rc = Call(impl);
-  ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
-  cudaError_t err = cudaDeviceSynchronize();
-  if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
-  float ms = 0;
-  ANVIL_CUDA(cudaEventElapsedTime(&ms, ev0_, ev1_));
-  s.warm.push_back(ms * 1e3 / batch);
-  for (int i = 0; i < ctx_.protocol.call_samples(); ++i) {
+  if (plan.warm) {
+    ANVIL_RETURN_IF_ERROR(Regenerate());
+    const int batch = ctx_.protocol.warm_calls();
+    int rc = 0;
+    ANVIL_CUDA(cudaEventRecord(ev0_, stream_));
+    for (int i = 0; i < batch && rc == 0; ++i) rc = Call(impl);
+    ANVIL_CUDA(cudaEventRecord(ev1_, stream_));
+    cudaError_t err = cudaDeviceSynchronize();
+    if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;
+    float ms = 0;
+    ANVIL_CUDA(cudaEventElapsedTime(&ms, ev0_, ev1_));
+    s.warm.push_back(ms * 1e3 / batch);
+  }
+  for (int i = 0; plan.call && i < ctx_.protocol.call_samples(); ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
     double h0 = NowUs();
     int rc2 = Call(impl);
@@ -130,14 +136,16 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::HostSamples(GemmImpl& imp
 
 absl::StatusOr<std::optional<Failure>> ProblemSession::TimeRound(GemmImpl& impl, size_t index,
                                                                 bool check) {
-  absl::StatusOr<std::optional<Failure>> f = DeviceSamples(impl, index, check);
+  absl::StatusOr<std::optional<Failure>> f = std::optional<Failure>();
+  if (index == 0 || ctx_.plan.baseline_device) f = DeviceSamples(impl, index, check);
   if (!f.ok() || *f) return f;
   f = HostSamples(impl, index);
   if (!f.ok() || *f) return f;
   if (check) {
-    // C still holds this implementation's last call-time output: check it
-    // before the replays (or another implementation) overwrite it.
-    f = CheckTimedOutput("last call-time sample");
+    // C still holds this implementation's last eager output (a screen of a
+    // graph figure: its last device-time sample's): check it before the
+    // replays (or another implementation) overwrite it.
+    f = CheckTimedOutput(ctx_.plan.call ? "last call-time sample" : "last eager sample");
     if (!f.ok() || *f) return f;
   }
   return GraphSamples(index, check);  // the replays check their own outputs
@@ -154,7 +162,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& 
   std::vector<size_t> order(impls_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 rng(next_seed_);
-  for (int r = 0; r < ctx_.protocol.rounds(); ++r) {
+  for (int r = 0; r < ctx_.plan.rounds; ++r) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t i : order) {
       // One set a round: within it, consecutive calls reuse their pointers on
@@ -165,6 +173,9 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& 
     }
   }
   ReleaseGraphs();  // their memory must not count against the candidate's
+  // Every round ran: the baselines' figures are complete, whatever the
+  // candidate's later checks find.
+  if (ctx_.plan.screen && !screened_ && impls_.size() > 1) CacheBaselines();
   if (CountThreads() > threads) {
     return Failure{v1::VERDICT_CHEAT, "host_thread", "threads were started during timing"};
   }

@@ -1,0 +1,68 @@
+// The runner's measurement protocol as data: its defaults, what each fidelity
+// measures (MeasurePlan), and the calls a problem makes at most, which the
+// worker scales the problem's time limit with. Pure functions; thread-safe.
+//
+// FULL (and UNSPECIFIED) takes every figure for the candidate and every
+// baseline in protocol.rounds interleaved rounds. SCREEN takes what ranking
+// needs: the candidate's protocol.screen_figure F and its device time (the
+// audits compare against the median device call), in protocol.screen_rounds
+// rounds, with every correctness and cheat check; the baselines are timed in
+// F only, once per runner process and problem (RUNNER.md).
+#ifndef ANVIL_WORKER_RUNNER_PROTOCOL_H_
+#define ANVIL_WORKER_RUNNER_PROTOCOL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "anvil/v1/runner.pb.h"
+#include "anvil/v1/types.pb.h"
+
+namespace anvil::runner {
+
+// Fills every zero field of p with the runner's default (screen_figure
+// "graph-cold", screen_rounds 3 among them).
+void FillDefaults(v1::RunnerProtocol& p);
+
+// OK, or why p (defaults filled) cannot be measured: an unknown screen figure.
+absl::Status CheckProtocol(const v1::RunnerProtocol& p);
+
+// Which steps one problem's timing takes.
+struct MeasurePlan {
+  bool screen = false;
+  std::string figure;   // the screen's figure; "" in a full measurement
+  int rounds = 0;       // interleaved rounds over the implementations
+  // The candidate's eager host figures (timing.cc HostSamples)...
+  bool cold = true, warm = true, call = true;
+  // ...and graph regimes (graph_timing.cc): captured, audited and replayed.
+  bool graph_hot = true, graph_cold = true;
+  // Whether the baselines take device-time samples: their figure, or what
+  // sizes their graph replays (a replay lasts about graph_replay_us, as the
+  // candidate's does, so graph figures stay comparable). The candidate
+  // always does: the audits need its median device call.
+  bool baseline_device = true;
+  // The figure the autotuned cuBLASLt baseline is tuned by in a screen:
+  // "graph-hot", "graph-cold", or "device" for the eager figures, which use
+  // the device-time choice as the full measurement does.
+  std::string lt_figure;
+  bool Regime(bool cold_regime) const { return cold_regime ? graph_cold : graph_hot; }
+};
+
+// REQUIRES: p's defaults filled and CheckProtocol(p) OK.
+MeasurePlan PlanFor(const v1::RunnerProtocol& p);
+
+// Calls of one implementation a problem makes at most after its
+// ProblemStart under `plan`: warm-up, the eager timing rounds, the graph
+// replays (each replay of a sample runs twice, in each regime timed, plus one
+// audited replay per regime; a hot replay holds about graph_replay_us of
+// calls, a cold one up to the cold sets' count rounded up), and the
+// correctness, timed-output and capture checks. The worker scales the
+// problem's time limit with it: keep it an upper bound when the timing
+// protocol changes. `l2_bytes` sizes the cold sets as graph_timing.cc does.
+int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, const MeasurePlan& plan,
+                                      double reference_us, const v1::Shape& shape,
+                                      int64_t l2_bytes);
+
+}  // namespace anvil::runner
+
+#endif  // ANVIL_WORKER_RUNNER_PROTOCOL_H_
