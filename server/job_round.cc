@@ -166,23 +166,26 @@ absl::Status JobRun::FinishBuilds(Round& r) {
 }
 
 // Whether a built proposal is no longer to be measured: the job stops, its
-// budget is spent (re-checks excepted), or the proposer's deadline passed.
-std::string JobRun::SkipNow(const Proposal& p) {
+// budget is spent (re-checks excepted), or the proposer's deadline passed or
+// will have by the time the measurements ahead of it in its call are done
+// (`ahead_s`).
+std::string JobRun::SkipNow(const Proposal& p, double ahead_s) {
   if (cancelled_ || stopped_) return "the job stopped";
   if (p.recheck) return "";
   if (final_phase_ || !budget_.Spent().empty()) return "the job's budget is spent";
-  if (p.measure_by > 0 && budget_.Elapsed() >= p.measure_by) return "the proposer's deadline passed";
+  if (p.measure_by > 0 && budget_.Elapsed() + ahead_s >= p.measure_by) return "the proposer's deadline passed";
   return "";
 }
 
 // Whether a built proposal is to be measured now, and on what: a proposal not
 // to be measured goes to `rest` with its reason.
-std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observation>& rest) {
+std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observation>& rest,
+                                            double ahead_s) {
   if (o.measured_on.empty() || o.outcome == Outcome::kBuildFailed) {
     rest.push_back(std::move(o));
     return std::nullopt;
   }
-  std::string why = SkipNow(o.proposal);
+  std::string why = SkipNow(o.proposal, ahead_s);
   if (!o.proposal.recheck) {  // a problem may have stopped since the round was picked
     std::erase_if(o.measured_on, [this](int p) { return !ledger_.view(p).active; });
     if (why.empty() && o.measured_on.empty()) why = "the problem's budget is spent";
@@ -210,27 +213,68 @@ std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observat
   return req;
 }
 
+// The next call of a round: its first built, unsent proposal alone when that
+// is a full measurement or a re-check, else its built screens up to
+// options_.measure_batch items (one runner process: each problem's baselines
+// timed once), each admitted with the time the items before it will take.
+// Proposals not to be measured go to `rest`.
+JobRun::Call JobRun::NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest) {
+  Call call;
+  size_t items = 0;
+  for (size_t i = 0; i < r.obs.size(); ++i) {
+    if (handled[i] || !r.Built(i)) continue;
+    Observation& o = r.obs[i];
+    const bool screen = o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
+    if (!call.requests.empty() &&
+        (!screen || call.requests.front().fidelity != v1::FIDELITY_SCREEN ||
+         items >= static_cast<size_t>(std::max(1, options_.measure_batch)))) {
+      break;
+    }
+    handled[i] = true;
+    std::optional<MeasureRequest> req = Admit(o, rest, static_cast<double>(items) * seconds_per_item_);
+    if (!req) continue;
+    items += req->shapes.size();
+    call.requests.push_back(*std::move(req));
+    call.obs.push_back(std::move(o));
+  }
+  return call;
+}
+
+// Waits for a call to come back (its id) or a build to end (nullopt); with
+// nothing in flight the GPU is waiting on the builds.
+std::optional<int> JobRun::AwaitCallOrBuild(Round& r, bool idle) {
+  const auto waited_from = std::chrono::steady_clock::now();
+  std::optional<int> id;
+  {
+    RoundSync::Wake wake{r.sync.get(), r.builds.valid()};
+    absl::MutexLock lock(&r.sync->mu);
+    const bool any = r.sync->mu.AwaitWithTimeout(absl::Condition(&RoundSync::Woken, &wake), absl::Seconds(1));
+    if (any && !r.sync->came_back.empty()) {
+      id = r.sync->came_back.front();
+      r.sync->came_back.erase(r.sync->came_back.begin());
+    }
+  }
+  coordinator_.evaluator_seconds += Since(waited_from);
+  if (idle) coordinator_.build_wait_seconds += Since(waited_from);
+  if (!id) NoteWaiting();  // a fleet with no live worker able to measure says so
+  return id;
+}
+
 // Measures the round's proposals as their builds end, as many calls at once
 // as the evaluator has GPU slots (one on a local GPU: one at a time), built
-// ones in the round's order. A call is one full measurement or re-check (its
-// own runner process), or built screens up to options_.measure_batch items
-// (one runner process: each problem's baselines timed once). The budget is
-// checked before each call is sent, and each proposal is finished as its call
-// comes back; the rest (failed builds, skipped) and the checkpoint come at the
-// round's end. Once every build has ended, the next round is picked and
-// starts building (`next`), so the GPU never waits on a whole round's builds.
+// ones in the round's order (NextCall). The budget is checked as each call is
+// made up, and each proposal is finished as its call comes back; the rest
+// (failed builds, skipped) and the checkpoint come at the round's end. Once
+// every build has ended, the next round is picked and starts building
+// (`next`), so the GPU never waits on a whole round's builds.
 absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
-  struct InFlight {
-    std::vector<Observation> obs;
-    std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
-  };
   std::shared_ptr<RoundSync> sync = r.sync;
   std::vector<Observation> rest;
-  std::vector<bool> sent_or_skipped(r.obs.size(), false);
-  std::map<int, InFlight> flying;  // by the order sent; their futures join on every way out
+  std::vector<bool> handled(r.obs.size(), false);
+  std::map<int, Call> flying;  // by the order sent; their futures join on every way out
   CandidateEvaluator* evaluator = options_.evaluator;
   int sent = 0;
-  auto unhandled = [&] { return std::find(sent_or_skipped.begin(), sent_or_skipped.end(), false) != sent_or_skipped.end(); };
+  auto unhandled = [&] { return std::find(handled.begin(), handled.end(), false) != handled.end(); };
   while (unhandled() || !flying.empty()) {
     if (absl::Status st = TakeBuilds(r); !st.ok()) return st;
     if (next != nullptr && !next->has_value() && r.AllBuilt() && !final_phase_) {
@@ -239,66 +283,29 @@ absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
       *next = *std::move(prepared);
       next = nullptr;  // picked once, even when there was nothing to pick
     }
-    const size_t slots = static_cast<size_t>(std::max(1, evaluator->MeasureSlots()));
-    while (flying.size() < slots) {
-      std::vector<Observation> batch;
-      std::vector<MeasureRequest> requests;
-      size_t items = 0;
-      for (size_t i = 0; i < r.obs.size(); ++i) {
-        if (sent_or_skipped[i] || !r.Built(i)) continue;
-        Observation& o = r.obs[i];
-        const bool screen = o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
-        // A full measurement goes alone; screens fill a batch.
-        if (!requests.empty() && (!screen || requests.front().fidelity != v1::FIDELITY_SCREEN ||
-                                  items >= static_cast<size_t>(std::max(1, options_.measure_batch)))) {
-          break;
-        }
-        sent_or_skipped[i] = true;
-        std::optional<MeasureRequest> req = Admit(o, rest);
-        if (!req) continue;
-        items += req->shapes.size();
-        requests.push_back(*std::move(req));
-        batch.push_back(std::move(o));
-      }
-      if (requests.empty()) break;
+    while (flying.size() < static_cast<size_t>(std::max(1, evaluator->MeasureSlots()))) {
+      Call call = NextCall(r, handled, rest);
+      if (call.requests.empty()) break;
       const int id = sent++;
-      flying[id] = {std::move(batch),
-                    std::async(std::launch::async, [evaluator, sync, id, context = Context(),
-                                                    requests = std::move(requests)] {
-                      std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure(requests, context);
-                      absl::MutexLock lock(&sync->mu);
-                      sync->came_back.push_back(id);
-                      return got;
-                    })};
+      call.results = std::async(std::launch::async, [evaluator, sync, id, context = Context(),
+                                                     requests = call.requests] {
+        std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure(requests, context);
+        absl::MutexLock lock(&sync->mu);
+        sync->came_back.push_back(id);
+        return got;
+      });
+      flying[id] = std::move(call);
     }
     if (!unhandled() && flying.empty()) break;
-    // Wait for a call to come back or a build to end; with nothing in flight
-    // the GPU waits on the builds.
-    const auto waited_from = std::chrono::steady_clock::now();
-    const bool idle = flying.empty();
-    std::optional<int> id;
-    {
-      RoundSync::Wake wake{sync.get(), r.builds.valid()};
-      absl::MutexLock lock(&sync->mu);
-      const bool any = sync->mu.AwaitWithTimeout(absl::Condition(&RoundSync::Woken, &wake), absl::Seconds(1));
-      if (any && !sync->came_back.empty()) {
-        id = sync->came_back.front();
-        sync->came_back.erase(sync->came_back.begin());
-      }
-    }
-    coordinator_.evaluator_seconds += Since(waited_from);
-    if (idle) coordinator_.build_wait_seconds += Since(waited_from);
-    if (!id) {
-      NoteWaiting();  // a fleet with no live worker able to measure says so
-      continue;
-    }
+    const std::optional<int> id = AwaitCallOrBuild(r, flying.empty());
+    if (!id) continue;
     auto it = flying.find(*id);
     std::vector<absl::StatusOr<MeasureResult>> results = it->second.results.get();
-    std::vector<Observation> batch = std::move(it->second.obs);
+    Call done = std::move(it->second);
     flying.erase(it);
-    if (results.size() != batch.size()) return absl::InternalError("the evaluator answered fewer measurements");
-    for (size_t k = 0; k < batch.size(); ++k) {
-      if (absl::Status st = Complete(std::move(batch[k]), std::move(results[k])); !st.ok()) return st;
+    if (results.size() != done.obs.size()) return absl::InternalError("the evaluator answered fewer measurements");
+    for (size_t k = 0; k < done.obs.size(); ++k) {
+      if (absl::Status st = Complete(std::move(done.obs[k]), std::move(results[k])); !st.ok()) return st;
     }
   }
   return Finish(rest, {}, true);
@@ -315,6 +322,10 @@ absl::Status JobRun::Complete(Observation o, absl::StatusOr<MeasureResult> resul
   o.measured_on.resize(o.measurements.size());
   budget_.AddGpu(result->gpu_seconds);
   usage_[ProposerIndex(o)].gpu_seconds += result->gpu_seconds;
+  if (!o.measurements.empty() && result->gpu_seconds > 0) {  // what an item costs, lately
+    const double per_item = result->gpu_seconds / static_cast<double>(o.measurements.size());
+    seconds_per_item_ = seconds_per_item_ > 0 ? 0.8 * seconds_per_item_ + 0.2 * per_item : per_item;
+  }
   std::vector<Observation> one;
   one.push_back(std::move(o));
   return Finish(one, std::move(result->tuned), false);

@@ -129,8 +129,16 @@ class JobRun {
   absl::Status TakeBuilds(Round& r);
   absl::Status ApplyBuild(Round& r, size_t k, const absl::StatusOr<v1::Build>& build);
   absl::Status FinishBuilds(Round& r);
-  std::string SkipNow(const Proposal& p);
-  std::optional<MeasureRequest> Admit(Observation& o, std::vector<Observation>& rest);
+  std::string SkipNow(const Proposal& p, double ahead_s = 0);
+  std::optional<MeasureRequest> Admit(Observation& o, std::vector<Observation>& rest, double ahead_s);
+  // One Measure call of a round: its proposals, their requests, its answer.
+  struct Call {
+    std::vector<Observation> obs;
+    std::vector<MeasureRequest> requests;
+    std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
+  };
+  Call NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest);
+  std::optional<int> AwaitCallOrBuild(Round& r, bool idle);
   // Measures the round as its builds end; once they all have, `next` (when
   // given and empty) becomes the next round, building meanwhile.
   absl::Status MeasureRound(Round& r, std::optional<Round>* next);
@@ -160,6 +168,7 @@ class JobRun {
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> stopped_{false};
   std::string waiting_;                     // what the evaluator's Waiting() said last
+  double seconds_per_item_ = 0;             // runner seconds per (candidate, problem), lately
 };
 
 }  // namespace anvil

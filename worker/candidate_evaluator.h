@@ -73,7 +73,7 @@ struct MeasureRequest {
   // rounds, the baselines timed once per runner process and problem; an
   // evaluator may measure several screens in one runner process (a batch).
   v1::Fidelity fidelity = v1::FIDELITY_FULL;
-  std::string figure;
+  std::string figure{};
 };
 
 struct MeasureResult {

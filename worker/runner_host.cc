@@ -200,15 +200,85 @@ absl::StatusOr<RunnerResults> RunnerHost::Measure(const v1::Candidate& candidate
   return std::move(r->front());
 }
 
+// A batch under way: each item's measurement once known, and the entries
+// whose later items are not run (the failure that stopped them).
+struct RunnerHost::BatchState {
+  const std::vector<BatchEntry>& entries;
+  std::vector<BatchItem> items;
+  std::vector<std::optional<v1::Measurement>> got;
+  std::vector<std::optional<v1::Measurement>> stopped;
+  double measured_s = 0;  // the items' own seconds
+
+  explicit BatchState(const std::vector<BatchEntry>& e)
+      : entries(e), items(OrderByProblem(e)), got(items.size()), stopped(e.size()) {}
+  const BatchEntry& Entry(size_t i) const { return entries[items[i].entry]; }
+  const v1::Shape& Shape(size_t i) const { return Entry(i).shapes[items[i].shape]; }
+
+  // The items from `next` on still to measure, into `req` (their indices in
+  // *sent); those of a stopped entry are answered "not run" instead.
+  void Request(size_t next, v1::RunnerRequest& req, std::vector<size_t>* sent) {
+    for (size_t i = next; i < items.size(); ++i) {
+      if (got[i]) continue;
+      const BatchEntry& e = Entry(i);
+      if (const std::optional<v1::Measurement>& why = stopped[items[i].entry]) {
+        got[i] = FailedMeasurement(
+            e.candidate, Shape(i), e.candidate.layout(), why->verdict(), why->reason(),
+            absl::StrCat("not run: the candidate failed (", why->reason(), ") on ",
+                         ShapeName(why->problem().shape()), " earlier in this evaluation"));
+        continue;
+      }
+      v1::RunnerItem* item = req.add_items();
+      item->set_library(e.build.artifact());
+      item->set_candidate_id(e.candidate.id());
+      item->set_layout(e.candidate.layout());
+      *item->mutable_shape() = Shape(i);
+      sent->push_back(i);
+    }
+  }
+
+  // Takes a process's measurements in the order sent: how many answered
+  // their items, and whether one named another candidate or problem than
+  // its item (only printed output can: a forged line).
+  size_t Take(std::vector<v1::Measurement>& measurements, const std::vector<size_t>& sent, bool* forged) {
+    size_t k = 0;
+    *forged = false;
+    for (v1::Measurement& m : measurements) {
+      if (k == sent.size()) break;
+      if (m.candidate_id() != Entry(sent[k]).candidate.id() || !SameShape(m.problem().shape(), Shape(sent[k]))) {
+        *forged = true;
+        break;
+      }
+      measured_s += m.seconds();
+      got[sent[k++]] = std::move(m);
+    }
+    return k;
+  }
+
+  // Each entry's measurements in its shapes' order, labelled, and its share
+  // of the processes' wall time (by its items' own seconds; equal without).
+  void Results(double wall, int starts, v1::Fidelity fidelity, std::vector<RunnerResults>& out) {
+    std::vector<double> own(entries.size(), 0);
+    for (size_t i = 0; i < items.size(); ++i) own[items[i].entry] += got[i]->seconds();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      out[i].measurements.resize(entries[i].shapes.size());
+      out[i].runner_starts = starts;
+      out[i].seconds = measured_s > 0 ? wall * own[i] / measured_s : wall / double(entries.size());
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      v1::Measurement& m = *got[i];
+      m.set_candidate_id(Entry(i).candidate.id());
+      if (m.fidelity() == v1::FIDELITY_UNSPECIFIED) m.set_fidelity(fidelity);
+      out[items[i].entry].measurements[items[i].shape] = std::move(m);
+    }
+  }
+};
+
 absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     const std::vector<BatchEntry>& entries, const MeasureSpec& spec,
     const std::vector<v1::LtAlgo>& known, const std::function<bool()>& cancelled) {
   const absl::Time start = absl::Now();
   std::vector<RunnerResults> out(entries.size());
-  const std::vector<BatchItem> items = OrderByProblem(entries);
-  std::vector<std::optional<v1::Measurement>> got(items.size());
-  // Entries whose later items are not run: the failure that stopped them.
-  std::vector<std::optional<v1::Measurement>> stopped(entries.size());
+  BatchState batch(entries);
   std::vector<v1::LtAlgo> algos = known;
   v1::RunnerProtocol protocol = options_.protocol;
   if (spec.fidelity != v1::FIDELITY_UNSPECIFIED) {
@@ -216,30 +286,10 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     protocol.set_screen_figure(spec.figure);
   }
   int starts = 0;
-  double measured_s = 0;
-  size_t next = 0;
-  while (true) {
+  for (size_t next = 0; next < batch.items.size();) {
     v1::RunnerRequest req;
     std::vector<size_t> sent;  // indices into items, in the request's order
-    for (size_t i = next; i < items.size(); ++i) {
-      if (got[i]) continue;
-      if (stopped[items[i].entry]) {  // its candidate stopped its process for good: not run
-        const v1::Measurement& why = *stopped[items[i].entry];
-        const BatchEntry& e = entries[items[i].entry];
-        got[i] = FailedMeasurement(
-            e.candidate, e.shapes[items[i].shape], e.candidate.layout(), why.verdict(), why.reason(),
-            absl::StrCat("not run: the candidate failed (", why.reason(), ") on ",
-                         ShapeName(why.problem().shape()), " earlier in this evaluation"));
-        continue;
-      }
-      const BatchEntry& e = entries[items[i].entry];
-      v1::RunnerItem* item = req.add_items();
-      item->set_library(e.build.artifact());
-      item->set_candidate_id(e.candidate.id());
-      item->set_layout(e.candidate.layout());
-      *item->mutable_shape() = e.shapes[items[i].shape];
-      sent.push_back(i);
-    }
+    batch.Request(next, req, &sent);
     if (sent.empty()) break;
     *req.mutable_protocol() = protocol;
     for (const v1::LtAlgo& a : algos) *req.add_lt_algos() = a;
@@ -257,23 +307,10 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
       MergeTunedAlgo(algos, t);  // a restarted runner must not tune it again
       out.front().tuned.push_back(std::move(t));
     }
-    // Measurements answer the items in the order sent; one that names
-    // another candidate or problem is not the runner's (a forged line).
-    size_t k = 0;
     bool forged = false;
-    for (v1::Measurement& m : a->measurements) {
-      if (k == sent.size()) break;
-      const BatchItem& it = items[sent[k]];
-      const BatchEntry& e = entries[it.entry];
-      if (m.candidate_id() != e.candidate.id() || !SameShape(m.problem().shape(), e.shapes[it.shape])) {
-        forged = true;
-        break;
-      }
-      measured_s += m.seconds();
-      got[sent[k++]] = std::move(m);
-    }
-    next = k == sent.size() ? items.size() : sent[k];
-    if (next == items.size()) break;
+    const size_t k = batch.Take(a->measurements, sent, &forged);
+    if (k == sent.size()) break;
+    next = sent[k];
     const sandbox::Result& r = a->result;
     // A sticky CUDA error (3) or changed process state (5) after a finished
     // item: the rest of the batch in a fresh process.
@@ -283,36 +320,20 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     if (!forged && !a->info && !r.timed_out && !r.output_capped && r.exit_code == 4) {
       return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
     }
-    // The runner stopped before finishing: the item it was on failed.
-    const BatchItem& it = items[next];
-    const BatchEntry& e = entries[it.entry];
-    v1::Measurement failed = forged ? ForgedRun(e.candidate, e.shapes[it.shape])
-                                    : StoppedRun(e.candidate, e.shapes[it.shape], *a);
-    // A library that cannot load fails everywhere; a kernel that hung or
-    // flooded its output once would cost its whole limit again on every later
-    // problem: none is run on the rest, and each of those says so.
+    // The runner stopped before finishing: the item it was on failed. A
+    // library that cannot load fails everywhere; a kernel that hung or
+    // flooded its output once would cost its whole limit again on every
+    // later problem: none is run on the rest, and each of those says so.
+    v1::Measurement failed = forged ? ForgedRun(batch.Entry(next).candidate, batch.Shape(next))
+                                    : StoppedRun(batch.Entry(next).candidate, batch.Shape(next), *a);
     const std::string& reason = failed.reason();
-    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") stopped[it.entry] = failed;
-    got[next++] = std::move(failed);
-  }
-  // Each entry's measurements in its shapes' order, and its share of the
-  // runners' wall time (by its items' own seconds; equal shares without).
-  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
-  std::vector<double> own(entries.size(), 0);
-  for (size_t i = 0; i < items.size(); ++i) own[items[i].entry] += got[i]->seconds();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    out[i].measurements.resize(entries[i].shapes.size());
-    out[i].runner_starts = starts;
-    out[i].seconds = measured_s > 0 ? wall * own[i] / measured_s : wall / double(entries.size());
-  }
-  for (size_t i = 0; i < items.size(); ++i) {
-    v1::Measurement& m = *got[i];
-    m.set_candidate_id(entries[items[i].entry].candidate.id());
-    if (m.fidelity() == v1::FIDELITY_UNSPECIFIED) {
-      m.set_fidelity(protocol.fidelity() == v1::FIDELITY_SCREEN ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
+    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") {
+      batch.stopped[batch.items[next].entry] = failed;
     }
-    out[items[i].entry].measurements[items[i].shape] = std::move(m);
+    batch.got[next++] = std::move(failed);
   }
+  batch.Results(absl::ToDoubleSeconds(absl::Now() - start), starts,
+                protocol.fidelity() == v1::FIDELITY_SCREEN ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL, out);
   return out;
 }
 

@@ -110,6 +110,7 @@ class RunnerHost {
 
  private:
   struct Attempt;
+  struct BatchState;
   absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request, const std::function<bool()>& cancelled);
   void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;

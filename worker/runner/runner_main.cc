@@ -1,8 +1,9 @@
 // anvil-runner: measures built candidates on problems (RUNNER.md).
 // Reads a RunnerRequest (JSON) on stdin and writes RunnerEvents (JSON, one per
 // line) on stdout: info, ceilings, then per problem its ProblemStart, newly
-// tuned cuBLASLt choices and Measurement, each as soon as it is done. Two
-// forms of request:
+// tuned cuBLASLt choices and Measurement, each as soon as it is done; its own
+// stdout then points at stderr, so a candidate's printing cannot forge an
+// event. Two forms of request:
 //   single  one candidate (library, candidate_id, layout) on `shapes`;
 //   batch   `items`, (candidate, problem) pairs measured in order, each
 //           candidate's library opened at its first item and kept loaded.
@@ -23,6 +24,7 @@
 //      measured and emitted, the last with the verdict it would get alone;
 //      the rest of the batch (that candidate's later items too) needs a
 //      fresh process. stderr says what changed and after which candidate.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,14 +51,29 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The runner's events go to its own copy of the stdout it was given; stdout
+// itself then points at stderr, so whatever a candidate prints (host printf,
+// device printf) can never read as an event of the runner's.
+FILE* g_events = nullptr;
+
+absl::Status KeepStdoutForEvents() {
+  const int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    return absl::InternalError("cannot set stdout aside for the runner's events");
+  }
+  g_events = fdopen(fd, "w");
+  if (g_events == nullptr) return absl::InternalError("cannot open the runner's event stream");
+  return absl::OkStatus();
+}
+
 void Emit(const v1::RunnerEvent& event) {
   std::string line;
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   (void)google::protobuf::util::MessageToJsonString(event, &line, opts);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  std::fwrite(line.data(), 1, line.size(), g_events);
+  std::fputc('\n', g_events);
+  std::fflush(g_events);
 }
 
 int Fail(int code, const std::string& message) {
@@ -272,6 +289,7 @@ absl::Status CheckRequest(const v1::RunnerRequest& req) {
 
 int Main() {
   auto t0 = std::chrono::steady_clock::now();
+  if (absl::Status st = KeepStdoutForEvents(); !st.ok()) return Fail(4, std::string(st.message()));
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   v1::RunnerRequest req;
   if (!google::protobuf::util::JsonStringToMessage(input, &req).ok()) {

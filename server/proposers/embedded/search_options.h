@@ -30,7 +30,8 @@ struct SearchOptions {
   // seeds stage measures at most seeds_share of what the budget can measure
   // at the rate of the fidelity above (per minute, on one GPU: what
   // bench/results/*-search-throughput-*.md measured), each problem's seed
-  // configurations ranked by the cost model, at least min_seeds_per_problem each.
+  // configurations ranked by the cost model, at least min_seeds_per_problem each
+  // (seeds_share 0: every seed configuration on every problem).
   double seeds_share = 0.35;
   double screens_per_minute = 300;
   double full_measurements_per_minute = 35;

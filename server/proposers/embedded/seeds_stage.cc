@@ -19,7 +19,7 @@ namespace {
 
 // Seed configurations per problem the budget allows (0: no limit).
 size_t SeedsPerProblem(const SearchOptions& o, size_t problems) {
-  if (o.seeds_only || problems == 0) return 0;
+  if (o.seeds_only || problems == 0 || o.seeds_share <= 0) return 0;
   const double rate =
       o.fidelity == v1::FIDELITY_SCREEN ? o.screens_per_minute : o.full_measurements_per_minute;
   const double measurable = o.seeds_share * o.budget_seconds / 60 * rate;

@@ -1,6 +1,10 @@
 // The seeds stage: every family's default and suggested configurations on
 // the problems of their layouts, skipping what an earlier source passed and
-// what the workspace cap would refuse.
+// what the workspace cap would refuse, and only the most promising where the
+// budget is short.
+#include <filesystem>
+#include <string>
+
 #include "server/proposers/embedded/search_test_fixture.h"
 
 namespace anvil {
@@ -65,6 +69,42 @@ TEST_F(SearchTest, SeedsStageSkipsProblemsWhereTheWorkspaceWouldNotFit) {
     if (c->params().at("SPLIT_K") == "16") split_on.insert(std::get<1>(key));
   }
   EXPECT_EQ(split_on, std::set<std::string>{"256x64x12288"});
+}
+
+// A budget too short to measure every seed configuration on every problem
+// measures each problem's most promising by the cost model, and says so.
+TEST_F(SearchTest, AShortBudgetMeasuresEachProblemsMostPromisingSeeds) {
+  seeds_[0].suggested.push_back({{"BM", "64"}, {"BN", "128"}});
+  seeds_[0].suggested.push_back({{"BM", "128"}, {"BN", "64"}});
+  auto seeds_round = [&](double share, std::vector<std::string>* lines) {
+    path_ += "s";
+    std::filesystem::remove(path_);
+    std::unique_ptr<Store> store = Open();
+    FakeGpuWorkerForTest w(seeds_[0]);
+    SearchOptions o;
+    o.clock = [&w] { return w.Now(); };
+    o.seeds_share = share;
+    o.budget_seconds = 60;
+    o.screens_per_minute = 3;  // 3 x share (x 1 minute) over 3 problems
+    o.min_seeds_per_problem = 1;
+    EXPECT_TRUE(Search(w, *store, o, lines).ok());
+    int configurations = -1;
+    for (const std::string& l : *lines) {
+      if (l.rfind("[seeds] ", 0) == 0 && l.find("configurations to build and measure") != std::string::npos) {
+        configurations = std::stoi(l.substr(8));
+      }
+    }
+    return configurations;
+  };
+  std::vector<std::string> all, capped;
+  const int every = seeds_round(0, &all);  // no cap
+  const int one_each = seeds_round(1, &capped);
+  EXPECT_GE(every, 4);                     // the default and three suggestions, per layout
+  EXPECT_GE(one_each, 1);
+  EXPECT_LE(one_each, 3);                  // one per problem at most
+  bool said = false;
+  for (const std::string& l : capped) said |= l.find("[seeds] 1 per problem at most in this budget") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 }  // namespace

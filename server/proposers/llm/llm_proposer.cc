@@ -220,8 +220,8 @@ absl::Status LlmProposer::Ask(const SearchView& view, int problem, int recipe, c
   for (size_t i = 0; i < result->choices.size(); ++i) {
     const std::string& text = result->choices[i].text;
     Extraction x = extractor_.Extract(text);
-    LlmSample rec{0, int(i), text, "", "proposed", "", std::nullopt, std::nullopt, ""};
-    Sample s{int(i), group, problem, depth, system, messages, 0, std::nullopt, "", false};
+    LlmSample rec{0, int(i), text, "", "proposed", "", std::nullopt, std::nullopt, "", ""};
+    Sample s{int(i), group, problem, depth, system, messages, 0, std::nullopt, "", "", false};
     s.conversation.push_back({"assistant", text});
     for (const ExtractedKernel& k : x.kernels) {
       out.push_back(MakeProposal(view, problem, recipe_name, parent, k.source));
