@@ -311,6 +311,9 @@ Builder::Plan Builder::MakePlan(const std::vector<v1::Candidate>& candidates) co
       groups.back().members = std::move(members);
     }
   }
+  // Largest first, so that the long compiles do not come last.
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.members.size() > b.members.size(); });
   plan.groups = std::move(groups);
   std::sort(plan.alone.begin(), plan.alone.end());
   return plan;

@@ -12,12 +12,13 @@
 namespace anvil {
 namespace {
 
-std::string Seed03() {
-  std::ifstream in(std::string(ANVIL_SEEDS_DIR_FOR_TEST) + "/03_wgmma_tma/kernel.cu");
+std::string Seed(const std::string& family) {
+  std::ifstream in(std::string(ANVIL_SEEDS_DIR_FOR_TEST) + "/" + family + "/kernel.cu");
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
+std::string Seed03() { return Seed("03_wgmma_tma"); }
 
 MacroDefines Knobs(std::initializer_list<std::pair<std::string, std::string>> knobs) {
   MacroDefines d = {{"ANVIL_LAYOUT_NT", "1"}};
@@ -57,6 +58,21 @@ TEST(UnitySource, Seed03PreludeFollowsTheWgmmaWidth) {
   const std::vector<std::string>& d = u.defined_macros();
   for (const char* m : {"ANVIL_BM", "ANVIL_WG_N", "ANVIL_GMMA_ATOM", "CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED"}) {
     EXPECT_NE(std::find(d.begin(), d.end(), m), d.end()) << m;
+  }
+}
+
+// Every seed family can be built in unity groups: an edit of a seed that made
+// it ineligible would cost the search most of its build throughput.
+TEST(UnitySource, EverySeedFamilyCanBeGrouped) {
+  for (const char* family : {"01_naive", "02_mma_sync", "03_wgmma_tma"}) {
+    const std::string source = Seed(family);
+    ASSERT_FALSE(source.empty()) << family;
+    const UnitySource u(source);
+    EXPECT_EQ(u.ineligible(), "") << family;
+    for (const char* layout : {"ANVIL_LAYOUT_NT", "ANVIL_LAYOUT_NN"}) {
+      absl::StatusOr<std::string> p = u.Prelude({{layout, "1"}});
+      EXPECT_TRUE(p.ok()) << family << ": " << p.status();
+    }
   }
 }
 
