@@ -246,6 +246,34 @@ TEST_F(BuilderTest, UnityGroupFallsBackToBuildsAloneWhenItsCompileFails) {
   EXPECT_EQ(r[1]->error().find("anvil_unity"), std::string::npos) << r[1]->error();
 }
 
+// A global-scope name the source shares with a header behaves differently in a
+// configuration's namespace (it hides the header's instead of overloading or
+// clashing with it): such a group falls back, and each gets its verdict alone.
+TEST_F(BuilderTest, UnityGroupFallsBackWhenTheSourceReusesAHeadersGlobalName) {
+  const Builder unity = With(/*jobs=*/1, /*unity=*/8);
+  auto with = [&](const std::string& global, int tile) {
+    v1::Candidate c = Tile(tile);
+    c.set_source(std::string(kTileFamily) + global);
+    AssignCandidateId(c);
+    return c;
+  };
+  // An overload of CUDA's ::max: fine alone. A second dim3: an error alone.
+  const std::string overload = "__host__ __device__ inline int max(int a, int b, int c) { return a + b + c; }\n";
+  const std::string clash = "struct dim3 { int x; };\n";
+  std::vector<absl::StatusOr<v1::Build>> r =
+      unity.BuildAll({with(overload, 8), with(overload, 16), with(clash, 8), with(clash, 16)});
+  for (size_t k = 0; k < r.size(); ++k) {
+    ASSERT_TRUE(r[k].ok()) << r[k].status();
+    if (k < 2) {
+      ASSERT_EQ(r[k]->verdict(), v1::VERDICT_PASSED) << r[k]->error();
+      EXPECT_NE(BuildLog(*r[k]).find("unity compile failed"), std::string::npos) << BuildLog(*r[k]);
+    } else {
+      EXPECT_EQ(r[k]->verdict(), v1::VERDICT_COMPILE_ERROR);
+      EXPECT_NE(r[k]->error().find("dim3"), std::string::npos) << r[k]->error();
+    }
+  }
+}
+
 TEST_F(BuilderTest, BuildAllCancelledBeforeStartingBuildsNothing) {
   const Builder unity = With(/*jobs=*/2, /*unity=*/8);
   std::vector<absl::StatusOr<v1::Build>> r =

@@ -38,12 +38,19 @@ std::string UnityTranslationUnit(const UnitySource& analysis, absl::string_view 
                     ")\n#error \"anvil unity build: the source defines a macro that a header defines\"\n"
                     "#endif\n");
   }
-  if (!analysis.global_names().empty()) {
+  if (!analysis.global_names().empty() || !analysis.global_types().empty()) {
+    // An extern variable clashes with a header's function, variable, namespace,
+    // alias or template of that name; a namespace with its class, enumeration,
+    // function, variable or alias. Either leaves nothing the source's own code
+    // could use in place of its own declaration.
     absl::StrAppend(&tu,
                     "// The source's global-scope names: in a namespace they would hide a header's of the "
                     "same name, so a clash fails here.\nstruct anvil_unity_name_probe;\n");
     for (const std::string& n : analysis.global_names()) {
       absl::StrAppend(&tu, "#if !defined(", n, ")\nextern anvil_unity_name_probe ", n, ";\n#endif\n");
+    }
+    for (const std::string& n : analysis.global_types()) {
+      absl::StrAppend(&tu, "#if !defined(", n, ")\nnamespace ", n, " {}\n#endif\n");
     }
   }
   const std::string text = absl::StrCat(source, source.empty() || source.back() == '\n' ? "" : "\n");

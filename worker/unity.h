@@ -29,7 +29,8 @@ std::string UnitySymbol(size_t i, absl::string_view abi);
 // The translation unit: `prelude` (UnitySource::Prelude, the same for every
 // configuration) at global scope; a check that no macro the source defines
 // comes from a header; a global declaration of each of the source's
-// global-scope names (a clash with a header's fails the compile); then for
+// global-scope names (UnitySource::global_names and global_types: a clash
+// with a header's of the same name fails the compile); then for
 // each configuration i: #define of its macros (`configs[i]`, exactly what its
 // -D flags give) and of the ABI renames, `namespace anvil_unity_<i> {`,
 // `#line 1 "<file_name>"`, the source, `}`, and #undef of all those macros and

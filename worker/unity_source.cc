@@ -279,28 +279,37 @@ std::pair<std::string, Macro> ParseDefine(const std::string& rest) {
   return {name, m};
 }
 
-// The global-scope declarators of `tokens` (see UnitySource::global_names).
-void CollectGlobalNames(const std::vector<lex::Token>& t, std::set<std::string>* names) {
+// The global-scope declarators of `t` (see UnitySource::global_names): an
+// identifier after a type-like token (an identifier or keyword, >, *, &) and
+// before ( = ; [ {; after struct/class/union/enum (and before { ; :) a type.
+void CollectGlobalNames(const std::vector<lex::Token>& t, std::set<std::string>* names,
+                        std::set<std::string>* types) {
   int depth = 0;
+  auto punct = [&](size_t k, std::initializer_list<const char*> any) {
+    return k < t.size() && t[k].kind == lex::Token::kPunct &&
+           std::any_of(any.begin(), any.end(), [&](const char* p) { return t[k].text == p; });
+  };
   for (size_t k = 0; k < t.size(); ++k) {
     if (t[k].kind == lex::Token::kPunct) {
       if (t[k].text == "{") ++depth;
       if (t[k].text == "}") depth = std::max(0, depth - 1);
       continue;
     }
-    if (depth != 0 || k == 0 || k + 1 >= t.size() || t[k].kind != lex::Token::kIdentifier) continue;
+    if (depth != 0 || k == 0 || t[k].kind != lex::Token::kIdentifier) continue;
     const std::string& id = t[k].text;
     if (IsKeyword(id) || absl::StartsWith(id, "__")) continue;
     const lex::Token& prev = t[k - 1];
-    const lex::Token& next = t[k + 1];
-    const bool after_type = prev.kind == lex::Token::kIdentifier ||
-                            (prev.kind == lex::Token::kPunct &&
-                             (prev.text == ">" || prev.text == "*" || prev.text == "&"));
-    const bool declarator = next.kind == lex::Token::kPunct &&
-                            (next.text == "(" || next.text == "=" || next.text == ";" ||
-                             next.text == "[" || next.text == "{");
-    if (after_type && declarator) names->insert(id);
+    const bool class_key = prev.kind == lex::Token::kIdentifier &&
+                           (prev.text == "struct" || prev.text == "class" || prev.text == "union" ||
+                            prev.text == "enum");
+    if (class_key && punct(k + 1, {"{", ";", ":"})) {
+      types->insert(id);
+    } else if ((prev.kind == lex::Token::kIdentifier || punct(k - 1, {">", "*", "&"})) &&
+               punct(k + 1, {"(", "=", ";", "[", "{"})) {
+      names->insert(id);
+    }
   }
+  for (const std::string& type : *types) names->erase(type);
 }
 
 }  // namespace
@@ -311,7 +320,7 @@ void UnitySource::ReadPreamble(absl::string_view source) {
   const std::vector<lex::LogicalLine> lines = lex::SplitLogicalLines(source);
   size_t last_include = 0;
   bool any_include = false;
-  std::set<std::string> defined, undefined, globals;
+  std::set<std::string> defined, undefined, globals, types;
   std::vector<lex::Token> code_after;
   for (size_t k = 0; k < lines.size(); ++k) {
     std::string name, rest;
@@ -351,10 +360,11 @@ void UnitySource::ReadPreamble(absl::string_view source) {
       return;
     }
   }
-  CollectGlobalNames(code_after, &globals);
+  CollectGlobalNames(code_after, &globals, &types);
   defined.erase("");
   defined_.assign(defined.begin(), defined.end());
   global_names_.assign(globals.begin(), globals.end());
+  global_types_.assign(types.begin(), types.end());
 }
 
 absl::StatusOr<std::string> UnitySource::Prelude(const MacroDefines& defines) const {

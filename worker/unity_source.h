@@ -54,13 +54,15 @@ class UnitySource {
   // Every macro name the source #defines anywhere (sorted): undefined after
   // each configuration, so the next starts as the source alone would.
   const std::vector<std::string>& defined_macros() const { return defined_; }
-  // Names the source declares at global scope after its includes (functions,
-  // variables, namespaces, types), sorted. Inside a configuration's namespace
-  // such a name would hide a header's global of the same name instead of
-  // overloading or clashing with it, so the translation unit declares each at
-  // global scope first: a clash there fails the unity compile (and the group
-  // falls back to building alone).
+  // Names the source declares at global scope after its includes, sorted:
+  // functions, variables, namespaces, aliases (global_names) and classes and
+  // enumerations (global_types). Inside a configuration's namespace such a
+  // name would hide a header's global of the same name instead of overloading
+  // or clashing with it, so the translation unit declares each at global scope
+  // first: a clash there fails the unity compile (and the group falls back to
+  // building alone).
   const std::vector<std::string>& global_names() const { return global_names_; }
+  const std::vector<std::string>& global_types() const { return global_types_; }
 
  private:
   struct Directive {
@@ -74,6 +76,7 @@ class UnitySource {
   std::vector<Directive> preamble_;  // the directives up to the last #include
   std::vector<std::string> defined_;
   std::vector<std::string> global_names_;
+  std::vector<std::string> global_types_;
 };
 
 }  // namespace anvil

@@ -135,9 +135,16 @@ __device__ float hidden(float x) { return x; }
 }
 template <int N> __global__ void tiled(float* p);
 extern "C" int anvil_gemm(int m) { return std::max(m, 0); }
+struct Tile;
+template <int N> struct Stage : Tile { int s[N]; };
+enum class Mode : int { kA };
+union Bits { int i; float f; };
+typedef Stage<2> Pair;
+void takes(struct Tile* t);
 )");
   EXPECT_EQ(u.global_names(),
-            (std::vector<std::string>{"anvil_gemm", "cute", "gemm", "kMask", "max", "tiled"}));
+            (std::vector<std::string>{"Pair", "anvil_gemm", "cute", "gemm", "kMask", "max", "takes", "tiled"}));
+  EXPECT_EQ(u.global_types(), (std::vector<std::string>{"Bits", "Mode", "Stage", "Tile"}));
 }
 
 TEST(UnityTranslationUnit, NamespacesEachConfigurationAndRenamesTheAbi) {
