@@ -135,6 +135,13 @@ class Builder {
   absl::StatusOr<GroupResult> CompileGroup(const Group& group, const v1::Candidate& first,
                                            const std::vector<GroupConfig>& configs,
                                            const std::function<bool()>& cancelled) const;
+  // Links member k's shared object from the group's object in `dir` and
+  // publishes it into result->builds[k] (or says in why[k] why it failed).
+  // Non-OK: cancelled, or the sandbox failed.
+  absl::Status LinkMember(const std::string& dir, size_t k, const std::vector<GroupConfig>& configs,
+                          const v1::Candidate& first, double compile_s,
+                          const std::vector<v1::KernelUsage>& usage, const std::function<bool()>& cancelled,
+                          GroupResult* result) const;
 
   BuilderOptions options_;
   BuildCache cache_;
