@@ -21,7 +21,7 @@ using builder_internal::ArchOf;
 using builder_internal::FlagSet;
 using builder_internal::MakeFlags;
 
-// Splits `n` members into `chunks` contiguous runs of nearly equal size.
+// Splits `members` into `chunks` contiguous runs of nearly equal size.
 std::vector<std::vector<size_t>> Chunk(const std::vector<size_t>& members, size_t chunks) {
   std::vector<std::vector<size_t>> out(chunks);
   for (size_t k = 0; k < members.size(); ++k) out[k * chunks / members.size()].push_back(members[k]);
@@ -51,7 +51,6 @@ std::vector<size_t> ChunkCounts(const std::vector<size_t>& sizes, size_t alone, 
   }
   return chunks;
 }
-
 
 // Why a sandboxed nvcc run failed, in one line, with its first error if any.
 std::string Failure(const sandbox::Result& run, const std::string& dir) {
@@ -146,7 +145,7 @@ std::vector<std::pair<size_t, std::string>> Builder::BuildGroup(
     else configs.push_back(std::move(config));
   }
   std::vector<std::pair<size_t, std::string>> alone;
-  if (configs.size() == 1) {  // the others were cache hits
+  if (configs.size() == 1) {  // one key left (the others were cache hits): built alone
     for (size_t i : configs[0].members) alone.emplace_back(i, "");
     return alone;
   }
