@@ -1,11 +1,15 @@
-// anvil-build-bench: how build throughput scales with parallel nvcc jobs.
-// Builds the same N distinct configurations of a seed family (legal, spread
-// over its space) with 1, 2, 4, ... parallel jobs into a fresh cache each
-// time, through the real sandboxed Builder, and prints candidates per minute.
-//   anvil-build-bench [--family 03_wgmma_tma] [--configs 16] [--jobs 1,4,8,16]
+// anvil-build-bench: how build throughput scales with parallel nvcc jobs and
+// unity groups. Builds the same N distinct configurations of a seed family
+// (legal, spread over its space) with 1, 2, 4, ... parallel jobs and each
+// unity group size (configurations per nvcc run; 1: each alone) into a fresh
+// cache each time, through the real sandboxed Builder, and prints candidates
+// per minute.
+//   anvil-build-bench [--family 03_wgmma_tma] [--configs 16] [--jobs 1,4,8,16] [--unity 1,8]
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -24,10 +28,14 @@ int main(int argc, char** argv) {
   std::string family = "03_wgmma_tma", layout_name = "nt";
   int configs = 16;
   std::vector<int> jobs = {1, 2, 4, 8};
+  std::vector<int> unity = {1};
   app.add_option("--family", family, "seed family folder");
   app.add_option("--layout", layout_name, "nt or nn");
   app.add_option("--configs", configs, "distinct configurations per run")->check(CLI::Range(1, 1000));
   app.add_option("--jobs", jobs, "parallel nvcc jobs to try")->delimiter(',');
+  app.add_option("--unity", unity, "configurations per nvcc run to try (BuilderOptions::unity; 1: alone)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<Toolchain> toolchain = Toolchain::Find();
@@ -55,32 +63,47 @@ int main(int argc, char** argv) {
   }
   std::printf("%s %s: %zu configurations of %zu legal; this machine has %u cores\n", family.c_str(),
               layout_name.c_str(), candidates.size(), space.size(), std::thread::hardware_concurrency());
-  std::printf("%6s %10s %14s %12s %8s\n", "jobs", "wall_s", "builds_per_min", "mean_nvcc_s", "failed");
+  // in_group: builds made in a unity group; groups: how many unity compiles made them.
+  std::printf("%6s %6s %10s %14s %12s %9s %7s %8s\n", "jobs", "unity", "wall_s", "builds_per_min",
+              "mean_nvcc_s", "in_group", "groups", "failed");
   for (int j : jobs) {
-    BuilderOptions o;
-    o.toolchain = *toolchain;
-    o.cache_dir = absl::StrFormat("%s/anvil-build-bench-%d-%d", std::filesystem::temp_directory_path().string(),
-                                  getpid(), j);
-    o.jobs = j;
-    Builder builder(o);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<absl::StatusOr<v1::Build>> builds = builder.BuildAll(candidates);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double nvcc = 0;
-    int failed = 0;
-    std::string first_error;
-    for (const auto& b : builds) {
-      if (!b.ok() || b->verdict() != v1::VERDICT_PASSED) {
-        if (failed++ == 0) first_error = b.ok() ? b->error() : std::string(b.status().message());
+    for (int u : unity) {
+      BuilderOptions o;
+      o.toolchain = *toolchain;
+      o.cache_dir = absl::StrFormat("%s/anvil-build-bench-%d-%d-%d",
+                                    std::filesystem::temp_directory_path().string(), getpid(), j, u);
+      o.jobs = j;
+      o.unity = u;
+      Builder builder(o);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<absl::StatusOr<v1::Build>> builds = builder.BuildAll(candidates);
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      double nvcc = 0;
+      int failed = 0, grouped = 0;
+      double groups = 0;
+      std::string first_error;
+      for (const auto& b : builds) {
+        if (!b.ok() || b->verdict() != v1::VERDICT_PASSED) {
+          if (failed++ == 0) first_error = b.ok() ? b->error() : std::string(b.status().message());
+        }
+        if (!b.ok()) continue;
+        nvcc += b->seconds();  // a unity build's share of its group's compile, plus its link
+        std::ifstream log(std::filesystem::path(b->artifact()).parent_path() / "build.log");
+        std::string first_line;
+        std::getline(log, first_line);
+        const size_t at = first_line.find("unity group of ");
+        if (at != std::string::npos) {
+          ++grouped;
+          groups += 1.0 / std::atoi(first_line.c_str() + at + 15);
+        }
       }
-      if (b.ok()) nvcc += b->seconds();
+      std::printf("%6d %6d %10.1f %14.1f %12.2f %9d %7.0f %8d\n", j, u, wall, candidates.size() * 60.0 / wall,
+                  nvcc / candidates.size(), grouped, groups, failed);
+      if (!first_error.empty()) std::printf("  first failure: %s\n", first_error.substr(0, 400).c_str());
+      std::fflush(stdout);
+      std::error_code ec;
+      std::filesystem::remove_all(o.cache_dir, ec);
     }
-    std::printf("%6d %10.1f %14.1f %12.2f %8d\n", j, wall, candidates.size() * 60.0 / wall,
-                nvcc / candidates.size(), failed);
-    if (!first_error.empty()) std::printf("  first failure: %s\n", first_error.substr(0, 400).c_str());
-    std::fflush(stdout);
-    std::error_code ec;
-    std::filesystem::remove_all(o.cache_dir, ec);
   }
   return 0;
 }

@@ -78,7 +78,7 @@ CLI::App* AddOptimize(CLI::App& app, OptimizeArgs& opt) {
   optimize->add_option("--layout", opt.layout, "nt (C = A*B^T) or nn (C = A*B) for --shape");
   optimize->add_option("--budget-minutes", opt.budget_minutes,
                        "search time of this run; rerun to resume (default 60)")->check(CLI::Range(0.0, 10080.0));
-  optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: cores/2)")->check(CLI::Range(1, 256));
+  optimize->add_option("--build-jobs", opt.build_jobs, "parallel nvcc jobs (default: every core but two)")->check(CLI::Range(1, 256));
   optimize->add_option("--gpu", opt.gpu,
                        "device model the problems are for, as `anvil kernels` names it (default: the "
                        "evaluator's; one that measures on another model refuses the job)");

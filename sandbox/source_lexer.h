@@ -2,7 +2,8 @@
 // removes comments, splits directives from code, and tokenizes code into
 // identifiers, literals and punctuation, each with its physical line number.
 // It is not a preprocessor: macros are not expanded (that is the policy's
-// known blind spot). Internal to the sandbox.
+// known blind spot). Internal to the sandbox, and read by the builder to
+// decide which candidates may share a unity build (worker/unity_source.cc).
 //
 // Thread-safety: pure functions.
 #ifndef ANVIL_SANDBOX_SOURCE_LEXER_H_

@@ -16,10 +16,13 @@ namespace anvil {
 struct JobOptions {
   std::string default_figure{kDefaultFigure};  // a request without reward_figure
   v1::Budget default_budget;                   // fields a request leaves zero
-  int build_chunk = 16;                        // candidates per build/measure round
+  // Candidates per build/measure round: enough to keep every build job busy
+  // and to group a family's configurations in one compilation (worker/BUILDS.md).
+  int build_chunk = 32;
   // Screens measured in one runner process at most, counted in (candidate,
-  // problem) items: a batch times each problem's baselines once.
-  int measure_batch = 24;
+  // problem) items: a batch times each problem's baselines once, so the more
+  // candidates of a problem it holds the less each pays for them.
+  int measure_batch = 64;
   int pending_per_proposer = 256;  // proposals asked for ahead: what the fair scheduler chooses from
   double plateau_gain = 0.005;     // a best improving less is no gain (plateau)
   // A re-check measured on another GPU than the original (a fleet) whose

@@ -121,7 +121,7 @@ std::optional<v1::Build> BuildCache::Lookup(const std::string& key) const {
 }
 
 absl::StatusOr<v1::Build> BuildCache::Publish(const std::string& key, const std::string& so_path,
-                                              v1::Build build) const {
+                                              v1::Build build, absl::string_view log) const {
   std::string final_dir = EntryDir(key);
   std::string tmp = absl::StrCat(final_dir, ".tmp.", getpid(), ".", std::hash<std::string>{}(so_path));
   std::error_code ec;
@@ -144,6 +144,16 @@ absl::StatusOr<v1::Build> BuildCache::Publish(const std::string& key, const std:
       return absl::ResourceExhaustedError("cannot write build record (disk full?)");
     }
   }
+  {
+    std::ofstream out(tmp + "/build.log");
+    out << log;
+    if (!out) {
+      fs::remove_all(tmp, ec);
+      return absl::ResourceExhaustedError("cannot write build log (disk full?)");
+    }
+  }
+  fs::permissions(tmp + "/build.pb", kFilePerms, ec);
+  fs::permissions(tmp + "/build.log", kFilePerms, ec);
   if (std::rename(tmp.c_str(), final_dir.c_str()) != 0) {
     fs::remove_all(tmp, ec);  // another builder published the same key first
   }

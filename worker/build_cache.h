@@ -1,5 +1,6 @@
 // A content-addressed cache of built candidates: key = hash of nvcc version,
-// arch, flags and source. A hit returns the stored Build and its shared object
+// arch, flags and source, however the candidate was built (alone or in a
+// unity group, worker/BUILDS.md). A hit returns the stored Build and its shared object
 // without running nvcc. Entries are published by an atomic directory rename,
 // so concurrent builders of one key never see half an entry. Thread-safe.
 #ifndef ANVIL_WORKER_BUILD_CACHE_H_
@@ -36,9 +37,10 @@ class BuildCache {
   // The stored build, with artifact pointing into the cache, or nullopt.
   std::optional<v1::Build> Lookup(const std::string& key) const;
   // Moves `so_path` into the cache under `key` and records `build`
-  // (artifact rewritten). Returns the stored build.
+  // (artifact rewritten) and `log`, how it was built (build.log beside the
+  // shared object: alone, or in a unity group of N). Returns the stored build.
   absl::StatusOr<v1::Build> Publish(const std::string& key, const std::string& so_path,
-                                    v1::Build build) const;
+                                    v1::Build build, absl::string_view log = "") const;
   const std::string& dir() const { return dir_; }
 
  private:

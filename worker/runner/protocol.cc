@@ -64,6 +64,7 @@ absl::Status CheckProtocol(const v1::RunnerProtocol& p) {
 MeasurePlan PlanFor(const v1::RunnerProtocol& p) {
   MeasurePlan plan;
   plan.rounds = p.rounds();
+  plan.device_samples = p.device_samples();
   if (p.fidelity() != v1::FIDELITY_SCREEN) return plan;
   const std::string& f = p.screen_figure();
   plan.screen = true;
@@ -76,6 +77,7 @@ MeasurePlan PlanFor(const v1::RunnerProtocol& p) {
   plan.graph_cold = f == "graph-cold";
   plan.baseline_device = f == "device" || plan.graph_hot || plan.graph_cold;
   plan.lt_figure = plan.graph_hot || plan.graph_cold ? f : "device";
+  if (f != "device") plan.device_samples = std::min(plan.device_samples, 2);
   return plan;
 }
 
@@ -83,7 +85,7 @@ int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, const Measure
                                       double reference_us, const v1::Shape& shape,
                                       int64_t l2_bytes) {
   constexpr int64_t kCheckCalls = 64;
-  const int64_t per_round = p.device_samples() + (plan.cold ? p.cold_samples() : 0) +
+  const int64_t per_round = plan.device_samples + (plan.cold ? p.cold_samples() : 0) +
                             (plan.warm ? p.warm_calls() : 0) + (plan.call ? p.call_samples() : 0);
   const int64_t eager = p.warmup_calls() + int64_t(plan.rounds) * per_round;
   const int64_t hot_calls = std::clamp<int64_t>(

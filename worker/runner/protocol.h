@@ -32,6 +32,9 @@ struct MeasurePlan {
   bool screen = false;
   std::string figure;   // the screen's figure; "" in a full measurement
   int rounds = 0;       // interleaved rounds over the implementations
+  // Device-time samples per implementation and round: a screen whose figure
+  // is not device time takes 2 (the audits need a median, not a spread).
+  int device_samples = 0;
   // The candidate's eager host figures (timing.cc HostSamples)...
   bool cold = true, warm = true, call = true;
   // ...and graph regimes (graph_timing.cc): captured, audited and replayed.

@@ -70,7 +70,7 @@ absl::StatusOr<ProblemSession::DeviceCall> ProblemSession::TimedDeviceCall(GemmI
 // on fresh inputs each time. One sample per round has its output checked.
 absl::StatusOr<std::optional<Failure>> ProblemSession::DeviceSamples(GemmImpl& impl,
                                                                     size_t index, bool check) {
-  const int n = ctx_.protocol.device_samples();
+  const int n = ctx_.plan.device_samples;
   const int checked = static_cast<int>(next_seed_ % n);
   for (int i = 0; i < n; ++i) {
     ANVIL_RETURN_IF_ERROR(Regenerate());
