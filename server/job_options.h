@@ -18,7 +18,7 @@ struct JobOptions {
   v1::Budget default_budget;                   // fields a request leaves zero
   // Candidates per build/measure round: enough to keep every build job busy
   // and to group a family's configurations in one compilation (worker/BUILDS.md).
-  int build_chunk = 32;
+  int build_chunk = 64;
   // Screens measured in one runner process at most, counted in (candidate,
   // problem) items: a batch times each problem's baselines once, so the more
   // candidates of a problem it holds the less each pays for them.

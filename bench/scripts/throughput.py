@@ -15,6 +15,7 @@ Prints, for the job (default: the newest):
 """
 import argparse
 import csv
+import json
 import math
 import sqlite3
 import statistics
@@ -67,6 +68,19 @@ def main():
     print(f"first measurement after job start, s: first problem {to_first[0]:.1f}, "
           f"median {statistics.median(to_first):.1f}, last {to_first[-1]:.1f}")
     print(f"first to last measurement: {(last_at - first_at) / 1e3:.0f} s")
+    # The search itself: until the budget ran out (verification runs after it).
+    request = json.loads(db.execute("SELECT request FROM jobs WHERE id = ?", (job,)).fetchone()[0])
+    budget = float((request.get("budget") or {}).get("max_wall_seconds")
+                   or (request.get("budget") or {}).get("maxWallSeconds") or 0)
+    if budget > 0:
+        inside = [r for r in rows if (r[1] - created) / 1e3 <= budget]
+        s_in = sum(1 for r in inside if r[4] == "screen")
+        b_in = db.execute("SELECT COUNT(*) FROM builds WHERE cache_hit = 0 AND created_at BETWEEN ? AND ?",
+                          (created, created + budget * 1e3)).fetchone()[0]
+        busy = sum(r[2] for r in inside)
+        print(f"within the {budget:.0f} s budget: {s_in / budget * 60:.1f} screens/min, "
+              f"{(len(inside) - s_in) / budget * 60:.1f} full/min, {b_in / budget * 60:.1f} builds/min, "
+              f"the items' own runner time {busy / budget:.1%} of it")
     if a.util:
         with open(a.util) as f:
             vals = [float(r[0].split()[0]) for r in csv.reader(f) if r and r[0].strip()[0].isdigit()]

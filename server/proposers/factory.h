@@ -29,7 +29,7 @@ struct ProposerSetupOptions {
   std::vector<SeedFamily> seeds;   // REQUIRES: non-empty
   std::string llm_config;          // JSON file of an LLM endpoint (llm_proposer.h); "": none
   std::string prompts_dir;         // the prompt templates (with llm_config)
-  int build_chunk = 32;            // builds per round of the embedded search (JobOptions')
+  int build_chunk = 64;            // builds per round of the embedded search (JobOptions')
   bool seeds_only = false;         // the embedded search stops after its seed stage
   std::string transfer_from;       // the embedded search's transfer source ("" : none)
 };

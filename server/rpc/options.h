@@ -35,7 +35,7 @@ struct ServerOptions {
   int default_candidates = 0;             // Budget.max_candidates default (0: no limit)
   double default_plateau_candidates = 0;  // Budget.plateau_candidates default (0: no plateau stop)
   double default_target_efficiency = 0;   // Budget.target_efficiency default (0: none)
-  int build_chunk = 32;                   // candidates per build/measure round
+  int build_chunk = 64;                   // candidates per build/measure round
   int measure_batch = 64;                 // screens per runner process, in (candidate, problem) items
   std::string llm_config;                 // LLM endpoint JSON: jobs run the LLM proposer too
   int max_watchers = 1024;       // open OptimizeKernel/WatchJob streams: RESOURCE_EXHAUSTED beyond

@@ -65,7 +65,9 @@ MeasurePlan PlanFor(const v1::RunnerProtocol& p) {
   MeasurePlan plan;
   plan.rounds = p.rounds();
   plan.device_samples = p.device_samples();
+  plan.warmup_ms = p.warmup_ms();
   if (p.fidelity() != v1::FIDELITY_SCREEN) return plan;
+  plan.warmup_ms = std::min(plan.warmup_ms, 5.0);
   const std::string& f = p.screen_figure();
   plan.screen = true;
   plan.figure = f;

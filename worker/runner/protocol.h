@@ -35,6 +35,10 @@ struct MeasurePlan {
   // Device-time samples per implementation and round: a screen whose figure
   // is not device time takes 2 (the audits need a median, not a spread).
   int device_samples = 0;
+  // Minimum warm-up per implementation (ms): a screen's is 5 ms (the GPU is
+  // kept busy by the batch, and the candidate is interleaved with baselines
+  // timed in the same process), a full measurement's protocol.warmup_ms.
+  double warmup_ms = 0;
   // The candidate's eager host figures (timing.cc HostSamples)...
   bool cold = true, warm = true, call = true;
   // ...and graph regimes (graph_timing.cc): captured, audited and replayed.

@@ -50,6 +50,8 @@ TEST(PlanFor, FullAndUnspecifiedTakeEveryFigure) {
     EXPECT_TRUE(plan.cold && plan.warm && plan.call);
     EXPECT_TRUE(plan.graph_hot && plan.graph_cold);
     EXPECT_TRUE(plan.baseline_device);
+    EXPECT_EQ(plan.device_samples, 6);
+    EXPECT_EQ(plan.warmup_ms, 20);
   }
 }
 
@@ -81,6 +83,8 @@ TEST(PlanFor, AScreenTakesItsFigureOnly) {
     EXPECT_EQ(plan.Regime(true), w.graph_cold);
     EXPECT_EQ(plan.baseline_device, w.baseline_device);
     EXPECT_EQ(plan.lt_figure, w.lt);
+    EXPECT_EQ(plan.device_samples, w.figure == "device" ? 6 : 2);  // else only the audits' median
+    EXPECT_EQ(plan.warmup_ms, 5);
   }
 }
 
@@ -92,15 +96,15 @@ TEST(PlannedCalls, FullIsUnchangedAndAScreenCountsItsStepsOnly) {
   EXPECT_EQ(PlannedCallsPerImplementation(full, PlanFor(full), 10, Cube(1000), kL2),
             5 + 5 * 34 + 32 * 208 + 64);
   const v1::RunnerProtocol cold = Defaults(v1::FIDELITY_SCREEN);
-  // warm-up 5 + 3 rounds x 6 device samples; 2 x (3 x 3 + 1) cold replays x 108.
+  // warm-up 5 + 3 rounds x 2 device samples; 2 x (3 x 3 + 1) cold replays x 108.
   EXPECT_EQ(PlannedCallsPerImplementation(cold, PlanFor(cold), 10, Cube(1000), kL2),
-            5 + 3 * 6 + 20 * 108 + 64);
+            5 + 3 * 2 + 20 * 108 + 64);
   const v1::RunnerProtocol hot = Defaults(v1::FIDELITY_SCREEN, "graph-hot");
   EXPECT_EQ(PlannedCallsPerImplementation(hot, PlanFor(hot), 10, Cube(1000), kL2),
-            5 + 3 * 6 + 20 * 100 + 64);
+            5 + 3 * 2 + 20 * 100 + 64);
   const v1::RunnerProtocol warm = Defaults(v1::FIDELITY_SCREEN, "warm");
   EXPECT_EQ(PlannedCallsPerImplementation(warm, PlanFor(warm), 10, Cube(1000), kL2),
-            5 + 3 * (6 + 20) + 64);
+            5 + 3 * (2 + 20) + 64);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ void EmitProblemStart(const v1::Shape& shape, const RunnerContext& ctx, double r
   s->set_reference_call_us(reference_us);
   s->set_candidate_calls(calls);
   s->set_baseline_calls(calls * baselines);
-  s->set_warmup_seconds((1 + baselines) * ctx.protocol.warmup_ms() / 1e3);
+  s->set_warmup_seconds((1 + baselines) * ctx.plan.warmup_ms / 1e3);
   Emit(e);
 }
 

@@ -38,7 +38,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::Warmup(GemmImpl& impl) {
   double start = NowUs();
   int calls = 0;
   while (calls < ctx_.protocol.warmup_calls() ||
-         NowUs() - start < ctx_.protocol.warmup_ms() * 1e3) {
+         NowUs() - start < ctx_.plan.warmup_ms * 1e3) {
     int rc = Call(impl);
     cudaError_t err = cudaDeviceSynchronize();
     if (std::optional<Failure> f = RunFailed(impl, rc, err)) return f;

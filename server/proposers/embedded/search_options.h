@@ -53,7 +53,7 @@ struct SearchOptions {
   int verify_runs = 3;            // stage 4: a winner's re-measurements, each in its own
                                   // runner process; the median speedup is reported
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
-  int build_chunk = 32;           // builds per round (~2x parallel builds); the next round
+  int build_chunk = 64;           // builds per round (~2x parallel builds); the next round
                                   // builds while this one is measured
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest
   double max_workspace_bytes = 4.0 * (1 << 30);  // the runner's default workspace cap
