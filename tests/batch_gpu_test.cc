@@ -22,22 +22,15 @@
 #include "seeds/space.h"
 #include "tools/soak/fixtures.h"
 #include "worker/builder.h"
+#include "tests/gpu_fixture.h"
 #include "worker/runner_host.h"
 
-#ifndef ANVIL_SOURCE_DIR
-#define ANVIL_SOURCE_DIR ""
-#endif
 
 namespace anvil {
 namespace {
 
 // ANVIL_TESTS_DIR, else the bundle's (run from libexec/tests), else the source tree's.
-std::string TestsDir() {
-  const char* d = std::getenv("ANVIL_TESTS_DIR");
-  if (d != nullptr) return d;
-  const std::string bundled = deploy::Installed("share/anvil/tests");
-  return !bundled.empty() ? bundled : std::string(ANVIL_SOURCE_DIR) + "/tests";
-}
+using testing::TestsDir;
 
 v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
@@ -49,23 +42,11 @@ class Batch : public ::testing::Test {
   static void SetUpTestSuite() {
     absl::StatusOr<Toolchain> t = Toolchain::Find();
     ASSERT_TRUE(t.ok()) << t.status();
-    absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "batch-test-");
-    ASSERT_TRUE(dir.ok());
-    scratch_ = new sandbox::ScratchDir(std::move(*dir));
-    // Jobs run as an unprivileged uid that must reach their scratch dirs below.
-    std::filesystem::permissions(scratch_->path(), std::filesystem::perms(0755));
-    BuilderOptions b;
-    b.toolchain = *t;
-    b.cache_dir = scratch_->path() + "/cache";
-    b.scratch_dir = scratch_->path();
-    builder_ = new Builder(b);
-    RunnerHostOptions e;
-    e.toolchain = *t;
-    e.scratch_dir = scratch_->path();
-    e.protocol = FixtureProtocol();
-    e.limits.problem_timeout = absl::Seconds(20);
-    e.limits.startup_timeout = absl::Seconds(20);
-    host_ = new RunnerHost(e);
+    absl::StatusOr<std::unique_ptr<sandbox::ScratchDir>> dir = testing::NewScratch("batch-test-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    scratch_ = dir->release();
+    builder_ = testing::NewBuilder(*t, *scratch_).release();
+    host_ = new RunnerHost(testing::RunnerOptionsIn(*t, *scratch_, FixtureProtocol()));
   }
   static void TearDownTestSuite() {
     delete host_;

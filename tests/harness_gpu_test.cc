@@ -18,38 +18,24 @@
 #include "seeds/space.h"
 #include "worker/builder.h"
 #include "worker/runner_host.h"
+#include "tests/gpu_fixture.h"
 #include "tools/soak/fixtures.h"
 
-#ifndef ANVIL_SOURCE_DIR
-#define ANVIL_SOURCE_DIR ""
-#endif
 
 namespace anvil {
 namespace {
 
-// ANVIL_TESTS_DIR, else the bundle's (run from libexec/tests), else the source tree's.
-std::string TestsDir() {
-  const char* d = std::getenv("ANVIL_TESTS_DIR");
-  if (d != nullptr) return d;
-  const std::string bundled = deploy::Installed("share/anvil/tests");
-  return !bundled.empty() ? bundled : std::string(ANVIL_SOURCE_DIR) + "/tests";
-}
+using testing::TestsDir;
 
 class Harness : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     absl::StatusOr<Toolchain> t = Toolchain::Find();
     ASSERT_TRUE(t.ok()) << t.status();
-    absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "harness-test-");
-    ASSERT_TRUE(dir.ok());
-    scratch_ = new sandbox::ScratchDir(std::move(*dir));
-    // Jobs run as an unprivileged uid that must reach their scratch dirs below.
-    std::filesystem::permissions(scratch_->path(), std::filesystem::perms(0755));
-    BuilderOptions b;
-    b.toolchain = *t;
-    b.cache_dir = scratch_->path() + "/cache";
-    b.scratch_dir = scratch_->path();
-    builder_ = new Builder(b);
+    absl::StatusOr<std::unique_ptr<sandbox::ScratchDir>> dir = testing::NewScratch("harness-test-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    scratch_ = dir->release();
+    builder_ = testing::NewBuilder(*t, *scratch_).release();
     RunnerHostOptions e = RunnerOptionsWith(*t, FixtureProtocol());
     evaluator_ = new RunnerHost(e);
     e.protocol.set_profile_counters(true);
@@ -57,13 +43,7 @@ class Harness : public ::testing::Test {
   }
   // The evaluators' options: scratch below the suite's folder, 20 s limits.
   static RunnerHostOptions RunnerOptionsWith(const Toolchain& t, v1::RunnerProtocol protocol) {
-    RunnerHostOptions e;
-    e.toolchain = t;
-    e.scratch_dir = scratch_->path();
-    e.protocol = std::move(protocol);
-    e.limits.problem_timeout = absl::Seconds(20);
-    e.limits.startup_timeout = absl::Seconds(20);
-    return e;
+    return testing::RunnerOptionsIn(t, *scratch_, std::move(protocol));
   }
   static void TearDownTestSuite() {
     delete profiling_evaluator_;

@@ -36,7 +36,7 @@ v1::Build Failed(const v1::Candidate& c, v1::Verdict verdict, std::string error)
 
 // Every core but two (the runner and the coordinator keep theirs): on a
 // 16-core H100 node 14 jobs build 140 candidates a minute against 86 with 8
-// (bench/results/2026-11-27-search-throughput-h100.md).
+// (bench/results/2026-11-27-search-throughput-h200.md, "Builds").
 int DefaultBuildJobs() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 2); }
 
 Builder::Builder(BuilderOptions options)

@@ -11,7 +11,10 @@ the build from the cache), and prints per problem the screen's and the full
 measurement's speedups over the best baseline in that figure, the full
 order's rank of each, and whether the screen's winner is within 3% of its
 full figure. Ends with the totals: winners within 3%, the screen's winner
-also the full winner, Spearman's rank correlation (mean over problems).
+also the full winner, what taking the screen's winner costs in full figure
+against the best of the five (candidates within noise of each other trade
+places: this is what the order costs), Spearman's rank correlation (mean
+over problems).
 """
 import argparse
 import json
@@ -88,7 +91,7 @@ def main():
           f"measured again at full fidelity\n")
     print("| problem | candidate | screen speedup | full speedup | full rank | difference |")
     print("|---|---|---|---|---|---|")
-    within, same_winner, rhos, compared = 0, 0, [], 0
+    within, same_winner, rhos, compared, losses = 0, 0, [], 0, []
     for pid, m, n, k, layout in chosen:
         rows = db.execute(
             f"SELECT m.id, m.candidate_id, m.{col}_median_us FROM measurements m "
@@ -123,12 +126,16 @@ def main():
             winner = ok[0]
             within += abs(winner[1] / winner[2] - 1) <= 0.03
             same_winner += rank.get(winner[0]) == 1
+            losses.append(1 - winner[2] / max(x[2] for x in ok))  # picking by screen, in full figure
             rho = spearman([x[1] for x in ok], [x[2] for x in ok])
             if rho == rho:
                 rhos.append(rho)
     print(f"\nproblems compared: {compared}")
     print(f"screen's winner within 3% of its full figure: {within} of {compared}")
     print(f"screen's winner is the full measurement's winner: {same_winner} of {compared}")
+    if losses:
+        print(f"full figure lost by taking the screen's winner instead of the full measurement's best "
+              f"of the {a.top}: mean {sum(losses) / len(losses):.1%}, worst {max(losses):.1%}")
     if rhos:
         print(f"Spearman rank correlation, screen vs full, mean over problems: {sum(rhos) / len(rhos):.2f}")
 
