@@ -22,6 +22,29 @@
 #include "seeds/space.h"
 #include "worker/builder.h"
 
+namespace anvil {
+namespace {
+
+// `n` configurations evenly spaced through the legal space, so the set mixes
+// tile sizes.
+std::vector<v1::Candidate> SpreadConfigs(const SeedFamily& f, v1::Layout layout, int n) {
+  const std::vector<KnobParams> space = LegalConfigs(f, layout);
+  std::vector<v1::Candidate> out;
+  for (int i = 0; i < n && !space.empty(); ++i) {
+    out.push_back(MakeSeedCandidate(f, layout, space[i * space.size() / n]));
+  }
+  return out;
+}
+
+// in_group: builds made in a unity group; groups: how many unity compiles made them.
+void PrintHeader() {
+  std::printf("%6s %6s %10s %14s %12s %9s %7s %8s\n", "jobs", "unity", "wall_s", "builds_per_min",
+              "mean_nvcc_s", "in_group", "groups", "failed");
+}
+
+}  // namespace
+}  // namespace anvil
+
 int main(int argc, char** argv) {
   using namespace anvil;
   CLI::App app{"anvil-build-bench: build throughput against parallel nvcc jobs"};
@@ -55,17 +78,11 @@ int main(int argc, char** argv) {
     std::cerr << "anvil-build-bench: unknown family or layout\n";
     return 2;
   }
-  // Evenly spaced through the legal space, so the set mixes tile sizes.
-  std::vector<KnobParams> space = LegalConfigs(*f, *layout);
-  std::vector<v1::Candidate> candidates;
-  for (int i = 0; i < configs && !space.empty(); ++i) {
-    candidates.push_back(MakeSeedCandidate(*f, *layout, space[i * space.size() / configs]));
-  }
+  const std::vector<v1::Candidate> candidates = SpreadConfigs(*f, *layout, configs);
   std::printf("%s %s: %zu configurations of %zu legal; this machine has %u cores\n", family.c_str(),
-              layout_name.c_str(), candidates.size(), space.size(), std::thread::hardware_concurrency());
-  // in_group: builds made in a unity group; groups: how many unity compiles made them.
-  std::printf("%6s %6s %10s %14s %12s %9s %7s %8s\n", "jobs", "unity", "wall_s", "builds_per_min",
-              "mean_nvcc_s", "in_group", "groups", "failed");
+              layout_name.c_str(), candidates.size(), LegalConfigs(*f, *layout).size(),
+              std::thread::hardware_concurrency());
+  PrintHeader();
   for (int j : jobs) {
     for (int u : unity) {
       BuilderOptions o;

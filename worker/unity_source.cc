@@ -367,6 +367,36 @@ void UnitySource::ReadPreamble(absl::string_view source) {
   global_types_.assign(types.begin(), types.end());
 }
 
+namespace {
+
+// One #include of the prelude, preceded by what the header sees of the
+// source's own macros at that point (the -D knobs are all ANVIL_, which no
+// allowed header reads): #undef / #define of what changed since the last.
+absl::Status EmitInclude(const std::string& header, const Macros& macros,
+                         std::map<std::string, std::string>& emitted, std::string& out) {
+  std::map<std::string, std::string> want;
+  for (const auto& [name, m] : macros) {
+    if (IsAnvil(name)) continue;
+    if (absl::StrContains(m.definition, "ANVIL_")) {
+      return absl::FailedPreconditionError(absl::StrCat("the header sees ", name, ", which refers to a knob"));
+    }
+    want[name] = m.definition;
+  }
+  for (const auto& [name, def] : emitted) {
+    auto w = want.find(name);
+    if (w == want.end() || w->second != def) absl::StrAppend(&out, "#undef ", name, "\n");
+  }
+  for (const auto& [name, def] : want) {
+    auto e = emitted.find(name);
+    if (e == emitted.end() || e->second != def) absl::StrAppend(&out, "#define ", def, "\n");
+  }
+  emitted = std::move(want);
+  absl::StrAppend(&out, "#include ", header, "\n");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> UnitySource::Prelude(const MacroDefines& defines) const {
   if (!ineligible_.empty()) return absl::FailedPreconditionError(ineligible_);
   Macros macros;
@@ -422,26 +452,8 @@ absl::StatusOr<std::string> UnitySource::Prelude(const MacroDefines& defines) co
       macros.erase(LeadingIdent(d.rest));
     } else if (d.name == "include") {
       if (d.rest.empty() || (d.rest[0] != '<' && d.rest[0] != '"')) return fail(d, "computed #include");
-      // What the header sees of the source's own macros (the -D knobs are all
-      // ANVIL_, which no allowed header reads).
-      std::map<std::string, std::string> want;
-      for (const auto& [name, m] : macros) {
-        if (IsAnvil(name)) continue;
-        if (absl::StrContains(m.definition, "ANVIL_")) {
-          return fail(d, absl::StrCat("the header sees ", name, ", which refers to a knob"));
-        }
-        want[name] = m.definition;
-      }
-      for (const auto& [name, def] : emitted) {
-        auto w = want.find(name);
-        if (w == want.end() || w->second != def) absl::StrAppend(&out, "#undef ", name, "\n");
-      }
-      for (const auto& [name, def] : want) {
-        auto e = emitted.find(name);
-        if (e == emitted.end() || e->second != def) absl::StrAppend(&out, "#define ", def, "\n");
-      }
-      emitted = std::move(want);
-      absl::StrAppend(&out, "#include ", d.rest, "\n");
+      absl::Status st = EmitInclude(d.rest, macros, emitted, out);
+      if (!st.ok()) return fail(d, st.message());
     }
     // pragma, warning, line: nothing a header sees.
   }
