@@ -100,6 +100,10 @@ bool Beats(const v1::Measurement& challenger, const v1::Measurement& incumbent,
   return Beats(RankingUs(challenger, figure), RankingUs(incumbent, figure));
 }
 
+absl::string_view FidelityName(v1::Fidelity f) {
+  return f == v1::FIDELITY_SCREEN ? "screen" : "full";
+}
+
 bool PredatesFigure(const v1::Measurement& m, absl::string_view figure) {
   return m.verdict() == v1::VERDICT_PASSED && FigureUs(m.timings(), figure) <= 0 &&
          (m.graph_note() == kPredatesGraphTiming || m.graph_note() == kGraphFiguresWithdrawn);

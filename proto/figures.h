@@ -77,6 +77,11 @@ inline constexpr absl::string_view kGraphFiguresWithdrawn = ANVIL_GRAPH_FIGURES_
 // measured again by that figure.
 bool PredatesFigure(const v1::Measurement& m, absl::string_view figure);
 
+// How a measurement was taken, as the store and the rewards name it:
+// "screen", or "full" (also for UNSPECIFIED: measurements from before
+// fidelities were full).
+absl::string_view FidelityName(v1::Fidelity f);
+
 }  // namespace anvil
 
 #endif  // ANVIL_PROTO_FIGURES_H_

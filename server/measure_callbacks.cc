@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
 #include "reward/reward.h"
 
@@ -131,7 +132,7 @@ class RewardCallback : public MeasureCallback {
         const RewardValue r = BuildFailureReward(*o.build);
         o.rewards.push_back(r.value);
         o.reward_kinds.push_back(r.kind);
-        if (absl::Status st = Put(round, o, r, 0, nullptr); !st.ok()) return st;
+        if (absl::Status st = Put(round, o, r, 0, nullptr); !st.ok()) return st;  // no measurement
         continue;
       }
       for (size_t j = 0; j < o.measurements.size(); ++j) {
@@ -140,7 +141,7 @@ class RewardCallback : public MeasureCallback {
         o.rewards.push_back(r->value);
         o.reward_kinds.push_back(r->kind);
         const int64_t id = j < o.measurement_ids.size() ? o.measurement_ids[j] : 0;
-        if (absl::Status st = Put(round, o, *r, id, &o.measurements[j].problem()); !st.ok()) return st;
+        if (absl::Status st = Put(round, o, *r, id, &o.measurements[j]); !st.ok()) return st;
       }
     }
     return absl::OkStatus();
@@ -148,19 +149,18 @@ class RewardCallback : public MeasureCallback {
 
  private:
   absl::Status Put(const MeasuredRound& round, const Observation& o, const RewardValue& r,
-                   int64_t measurement_id, const v1::Problem* problem) {
+                   int64_t measurement_id, const v1::Measurement* m) {
     Reward rec;
     rec.measurement_id = measurement_id;
     rec.candidate_id = o.proposal.candidate.id();
-    if (problem != nullptr) rec.problem = *problem;
+    if (m != nullptr) rec.problem = m->problem();
     rec.job_id = round.job_id;
     rec.value = r.value;
     rec.kind = r.kind;
     rec.figure = round.figure;
-    const bool screen = problem != nullptr && o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
     rec.details_json = absl::StrFormat(R"({"proposer":"%s","stage":"%s","fidelity":"%s"})",
                                        o.proposal.candidate.proposer(), o.proposal.stage,
-                                       problem == nullptr ? "" : screen ? "screen" : "full");
+                                       m == nullptr ? "" : FidelityName(m->fidelity()));
     return store_.PutReward(rec).status();
   }
 

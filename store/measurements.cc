@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "proto/figures.h"
 #include "store/codec.h"
 #include "store/internal.h"
 #include "store/store.h"
@@ -81,7 +82,7 @@ void BindMeasurement(Stmt& s, const v1::Measurement& m, int64_t problem_id,
   s.BindInt(m.measured_at_unix_ms() != 0 ? m.measured_at_unix_ms() : now);
   s.BindReal(m.seconds()).BindText(m.versions()).BindInt(m.verified() ? 1 : 0).BindInt(now);
   s.BindText(m.graph_note());
-  s.BindText(m.fidelity() == v1::FIDELITY_SCREEN ? "screen" : "full");
+  s.BindText(std::string(FidelityName(m.fidelity())));
 }
 
 absl::StatusOr<int64_t> InsertMeasurement(Db& db, const v1::Measurement& m,

@@ -141,13 +141,25 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-TEST(BuilderSeed, Wgmma03SuggestedConfigurationsBuildInUnityGroups) {
-  absl::StatusOr<Toolchain> toolchain = Toolchain::Find();
-  if (!toolchain.ok()) GTEST_SKIP() << "no nvcc here: " << toolchain.status();
-  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
-  ASSERT_TRUE(seeds.ok()) << seeds.status();
-  const SeedFamily* f = Family03(*seeds);
-  ASSERT_NE(f, nullptr);
+// nvcc and the 03_wgmma_tma family, or the test is skipped.
+class BuilderSeed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Toolchain> t = Toolchain::Find();
+    if (!t.ok()) GTEST_SKIP() << "no nvcc here: " << t.status();
+    toolchain.emplace(*std::move(t));
+    absl::StatusOr<std::vector<SeedFamily>> loaded = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    seeds = *std::move(loaded);
+    f = Family03(seeds);
+    ASSERT_NE(f, nullptr);
+  }
+  std::optional<Toolchain> toolchain;
+  std::vector<SeedFamily> seeds;
+  const SeedFamily* f = nullptr;
+};
+
+TEST_F(BuilderSeed, Wgmma03SuggestedConfigurationsBuildInUnityGroups) {
   // Three base-shape suggested configurations, the extended-shape one (WG_N
   // 144), and a second extended one so that it has a group too.
   const std::vector<std::map<std::string, std::string>> picked = Pick(*f, 3, 1);
@@ -203,13 +215,7 @@ TEST(BuilderSeed, Wgmma03SuggestedConfigurationsBuildInUnityGroups) {
 // The translation unit the builder compiles for a group, compiled to PTX: each
 // configuration's functions are those of its source compiled alone, with the
 // builder's code-generation flags and -lineinfo (so its line numbers too).
-TEST(BuilderSeed, Wgmma03UnityPtxIsEachConfigurationsPtxAlone) {
-  absl::StatusOr<Toolchain> toolchain = Toolchain::Find();
-  if (!toolchain.ok()) GTEST_SKIP() << "no nvcc here: " << toolchain.status();
-  absl::StatusOr<std::vector<SeedFamily>> seeds = LoadSeeds(ANVIL_SEEDS_DIR_FOR_TEST);
-  ASSERT_TRUE(seeds.ok()) << seeds.status();
-  const SeedFamily* f = Family03(*seeds);
-  ASSERT_NE(f, nullptr);
+TEST_F(BuilderSeed, Wgmma03UnityPtxIsEachConfigurationsPtxAlone) {
   absl::StatusOr<sandbox::ScratchDir> dir = sandbox::ScratchDir::Create("/tmp", "builder-seed-ptx-");
   ASSERT_TRUE(dir.ok());
   const std::string d = dir->path();

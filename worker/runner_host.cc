@@ -86,7 +86,6 @@ v1::Measurement RunnerHost::StoppedRun(const v1::Candidate& c, const v1::Shape& 
   const std::string reason = r.timed_out      ? "timeout"
                              : r.output_capped ? "output_flood"
                              : r.oom_killed    ? "host_memory_exceeded"
-                             : r.exit_code == 2 ? "not_loadable"
                              : r.term_signal   ? "crashed"
                                                : "cuda_error";
   std::string detail = r.Describe();
@@ -133,7 +132,6 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest&
   const std::string runner_dir =
       std::filesystem::path(options_.toolchain.runner).parent_path().string();
   spec.binds.push_back({std::filesystem::canonical(runner_dir + "/..").string(), "", false});
-  if (request.items().empty()) spec.binds.push_back({request.library(), "", false});
   std::set<std::string> libraries;
   for (const v1::RunnerItem& item : request.items()) {
     if (libraries.insert(item.library()).second) spec.binds.push_back({item.library(), "", false});
@@ -143,7 +141,7 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest&
   const RunnerLimits& limits = options_.limits;
   spec.limits.wall_time = limits.startup_timeout +
                           FixedProblemLimit(limits, request.protocol().profile_counters()) *
-                              std::max(request.shapes_size(), request.items_size());
+                              request.items_size();
   spec.limits.memory_max_bytes = options_.memory_max_bytes;
   spec.limits.output_cap_bytes = limits.output_cap_bytes;
   spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run
@@ -317,17 +315,20 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     const bool clean_stop = !r.timed_out && !r.output_capped && r.term_signal == 0 &&
                             (r.exit_code == 3 || r.exit_code == 5);
     if (!forged && clean_stop && k > 0) continue;
-    if (!forged && !a->info && !r.timed_out && !r.output_capped && r.exit_code == 4) {
+    // A refused request (2) or the runner's own failure (4) before its info:
+    // Anvil failed, not the candidate.
+    if (!forged && !a->info && !r.timed_out && !r.output_capped && (r.exit_code == 2 || r.exit_code == 4)) {
       return absl::InternalError(absl::StrCat("anvil-runner failed: ", Tail(r.stderr_text, 400)));
     }
     // The runner stopped before finishing: the item it was on failed. A
-    // library that cannot load fails everywhere; a kernel that hung or
-    // flooded its output once would cost its whole limit again on every
-    // later problem: none is run on the rest, and each of those says so.
+    // kernel that hung or flooded its output once would cost its whole limit
+    // again on every later problem: none is run on the rest, and each of
+    // those says so (a library that cannot load the runner reports itself,
+    // on each of its items).
     v1::Measurement failed = forged ? ForgedRun(batch.Entry(next).candidate, batch.Shape(next))
                                     : StoppedRun(batch.Entry(next).candidate, batch.Shape(next), *a);
     const std::string& reason = failed.reason();
-    if (reason == "not_loadable" || reason == "timeout" || reason == "output_flood") {
+    if (reason == "timeout" || reason == "output_flood") {
       batch.stopped[batch.items[next].entry] = failed;
     }
     batch.got[next++] = std::move(failed);

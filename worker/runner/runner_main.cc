@@ -3,20 +3,17 @@
 // line) on stdout: info, ceilings, then per problem its ProblemStart, newly
 // tuned cuBLASLt choices and Measurement, each as soon as it is done; its own
 // stdout then points at stderr, so a candidate's printing cannot forge an
-// event. Two forms of request:
-//   single  one candidate (library, candidate_id, layout) on `shapes`;
-//   batch   `items`, (candidate, problem) pairs measured in order, each
-//           candidate's library opened at its first item and kept loaded.
+// event. A request is a batch of `items`, (candidate, problem) pairs measured
+// in order, each candidate's library opened at its first item and kept
+// loaded; a library that cannot be opened is CRASHED not_loadable on each of
+// its items, and the rest go on.
 // Exit codes:
 //   0  done.
-//   2  bad request; or, in the single form, the candidate not loadable (a
-//      batch reports such a library as CRASHED not_loadable on each of its
-//      items and goes on).
-//   3  the candidate left the CUDA context unusable (a sticky error): its
-//      problem's measurement was emitted; the later problems or items were
-//      not run.
+//   2  bad request.
+//   3  a candidate left the CUDA context unusable (a sticky error): its
+//      item's measurement was emitted; the later items were not run.
 //   4  the runner itself failed.
-//   5  a batch only: after an item whose next item is another candidate's,
+//   5  after an item whose next item is another candidate's,
 //      the process-wide state (host threads, current device and context,
 //      device limits and configuration, the stream's attributes, device
 //      memory in use) differs from the start-up state, which could change
@@ -154,24 +151,7 @@ int MeasureItem(const v1::RunnerItem& item, const LtCached& algos, RunnerContext
   return 0;
 }
 
-// The single form: one candidate, loaded at start-up, on each shape in turn.
-int RunShapes(const v1::RunnerRequest& req, RunnerContext& ctx, const CandidateLibrary& lib,
-              const Device& device) {
-  for (const v1::Shape& shape : req.shapes()) {
-    v1::RunnerItem item;
-    item.set_library(req.library());
-    item.set_candidate_id(req.candidate_id());
-    item.set_layout(req.layout());
-    *item.mutable_shape() = shape;
-    LtCached algos;
-    FindAlgos(req.lt_algos(), shape, req.layout(), ctx.cublas_version, &algos);
-    if (int rc = MeasureItem(item, algos, ctx, lib, device, nullptr); rc != 0) return rc;
-  }
-  return 0;
-}
-
-// A batch item whose library cannot be loaded: its measurement, as the
-// single form's host reports a runner that exits 2.
+// An item whose library cannot be loaded: its measurement.
 void EmitNotLoadable(const v1::RunnerItem& item, const RunnerContext& ctx, const Device& device,
                      const absl::Status& why) {
   v1::Measurement m;
@@ -228,7 +208,7 @@ absl::Status PrimeVendorState(RunnerContext& ctx) {
   return absl::OkStatus();
 }
 
-// The batch form. Candidates share the process (RUNNER.md): between one
+// The batch. Candidates share the process (RUNNER.md): between one
 // candidate's last item and the next candidate, the process state must be
 // what it was at start-up, else the process ends (exit 5) and the host runs
 // the rest of the batch in a fresh one.
@@ -283,7 +263,7 @@ absl::Status CheckRequest(const v1::RunnerRequest& req) {
     if (!layout_ok(item.layout())) return absl::InvalidArgumentError("an item's layout missing");
     if (item.library().empty()) return absl::InvalidArgumentError("an item's library missing");
   }
-  if (req.items().empty() && !layout_ok(req.layout())) return absl::InvalidArgumentError("layout missing");
+  if (req.items().empty()) return absl::InvalidArgumentError("no items");
   return CheckProtocol(req.protocol());
 }
 
@@ -297,16 +277,10 @@ int Main() {
   }
   FillDefaults(*req.mutable_protocol());
   if (absl::Status st = CheckRequest(req); !st.ok()) return Fail(2, std::string(st.message()));
-  const bool batch = !req.items().empty();
   absl::StatusOr<std::unique_ptr<CuptiMonitor>> monitor = CuptiMonitor::Start();
   if (!monitor.ok()) return Fail(4, std::string(monitor.status().message()));
   absl::StatusOr<Device> device = OpenDevice(req.device());
   if (!device.ok()) return Fail(4, std::string(device.status().message()));
-  absl::StatusOr<std::unique_ptr<CandidateLibrary>> lib = nullptr;
-  if (!batch) {
-    lib = CandidateLibrary::Open(req.library());
-    if (!lib.ok()) return Fail(2, std::string(lib.status().message()));
-  }
 
   RunnerContext ctx;
   if (cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking) != cudaSuccess) {
@@ -348,7 +322,7 @@ int Main() {
   v1::RunnerEvent info;
   *info.mutable_info() = device->info;
   Emit(info);
-  return batch ? RunBatch(req, ctx, *device) : RunShapes(req, ctx, **lib, *device);
+  return RunBatch(req, ctx, *device);
 }
 
 }  // namespace

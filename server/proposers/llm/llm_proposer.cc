@@ -291,8 +291,7 @@ void LlmProposer::ObserveOne(const SearchView& view, const Observation& o) {
   }
   std::vector<double> rewards;
   std::string kind;
-  const std::string fidelity =
-      o.measurements[0].fidelity() == v1::FIDELITY_SCREEN ? "screen" : "full";
+  const std::string fidelity(FidelityName(o.measurements[0].fidelity()));
   for (size_t j = 0; j < o.measurements.size(); ++j) {
     const v1::Measurement& m = o.measurements[j];
     const int problem = o.measured_on[j];
