@@ -3,6 +3,7 @@
 // slots, then persist through the measure callbacks and tell the proposers.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -216,28 +217,51 @@ std::optional<MeasureRequest> JobRun::Admit(Observation& o, std::vector<Observat
 // The next call of a round: its first built, unsent proposal alone when that
 // is a full measurement or a re-check, else its built screens up to
 // options_.measure_batch items (one runner process: each problem's baselines
-// timed once), each admitted with the time the items before it will take.
-// Proposals not to be measured go to `rest`.
-JobRun::Call JobRun::NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest) {
+// timed once), each admitted with the time the items before it will take,
+// in this call and in those in flight (`ahead_s`); while a problem has no
+// measurement, each problem once at most. Proposals not to be measured go to
+// `rest`.
+JobRun::Call JobRun::NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest,
+                              double ahead_s) {
   Call call;
   size_t items = 0;
+  // Until every active problem has a measurement (in the job's first
+  // kCoverSeconds: a problem no proposal can run must not keep calls small),
+  // a call takes each problem once at most: small calls, so that a problem
+  // whose first candidates built late is not queued behind a full batch of
+  // the others.
+  const bool covering = ledger_.keyed() && budget_.Elapsed() < kCoverSeconds && UnmeasuredProblems();
+  std::set<int> in_call;
   for (size_t i = 0; i < r.obs.size(); ++i) {
     if (handled[i] || !r.Built(i)) continue;
     Observation& o = r.obs[i];
     const bool screen = o.proposal.fidelity == v1::FIDELITY_SCREEN && !o.proposal.recheck;
+    const bool repeats = covering && std::any_of(o.measured_on.begin(), o.measured_on.end(),
+                                                 [&](int p) { return in_call.count(p) > 0; });
     if (!call.requests.empty() &&
-        (!screen || call.requests.front().fidelity != v1::FIDELITY_SCREEN ||
+        (!screen || call.requests.front().fidelity != v1::FIDELITY_SCREEN || repeats ||
          items >= static_cast<size_t>(std::max(1, options_.measure_batch)))) {
       break;
     }
+    in_call.insert(o.measured_on.begin(), o.measured_on.end());
     handled[i] = true;
-    std::optional<MeasureRequest> req = Admit(o, rest, static_cast<double>(items) * seconds_per_item_);
+    std::optional<MeasureRequest> req =
+        Admit(o, rest, ahead_s + static_cast<double>(items) * seconds_per_item_);
     if (!req) continue;
     items += req->shapes.size();
     call.requests.push_back(*std::move(req));
     call.obs.push_back(std::move(o));
   }
+  call.projected_s = static_cast<double>(items) * seconds_per_item_;
   return call;
+}
+
+// Whether an active problem has no measurement in this job yet.
+bool JobRun::UnmeasuredProblems() const {
+  for (int p = 0; p < ledger_.size(); ++p) {
+    if (ledger_.view(p).active && ledger_.view(p).tried_this_job == 0) return true;
+  }
+  return false;
 }
 
 // Waits for a call to come back (its id) or a build to end (nullopt); with
@@ -261,32 +285,41 @@ std::optional<int> JobRun::AwaitCallOrBuild(Round& r, bool idle) {
 }
 
 // Measures the round's proposals as their builds end, as many calls at once
-// as the evaluator has GPU slots (one on a local GPU: one at a time), built
-// ones in the round's order (NextCall). The budget is checked as each call is
-// made up, and each proposal is finished as its call comes back; the rest
-// (failed builds, skipped) and the checkpoint come at the round's end. Once
-// every build has ended, the next round is picked and starts building
-// (`next`), so the GPU never waits on a whole round's builds.
+// as the evaluator takes (MeasureSlots: a local GPU measures one and holds
+// the next), built ones in the round's order (NextCall). The budget is
+// checked as each call is made up, and each proposal is finished as its call
+// comes back; the rest (failed builds, skipped) and the checkpoint come at
+// the round's end. Once every build has ended, the next round is picked and
+// starts building (`next`), so the GPU never waits on a whole round's
+// builds; once this round has nothing left to send, the next round's built
+// proposals move into it (MoveBuilt), so the GPU does not wait on the
+// round's end either. A call that would wait behind another is made up only
+// shortly before that one is projected to end (kFormAheadSeconds), so that
+// it takes whatever has been built by then.
 absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
   std::shared_ptr<RoundSync> sync = r.sync;
   std::vector<Observation> rest;
-  std::vector<bool> handled(r.obs.size(), false);
+  std::vector<bool> handled = r.moved;  // what an earlier round took is not this round's
+  handled.resize(r.obs.size(), false);
   std::map<int, Call> flying;  // by the order sent; their futures join on every way out
   CandidateEvaluator* evaluator = options_.evaluator;
+  std::optional<Round>* prepared = nullptr;  // the next round, once picked
   int sent = 0;
   auto unhandled = [&] { return std::find(handled.begin(), handled.end(), false) != handled.end(); };
   while (unhandled() || !flying.empty()) {
     if (absl::Status st = TakeBuilds(r); !st.ok()) return st;
-    if (next != nullptr && !next->has_value() && r.AllBuilt() && !final_phase_) {
-      absl::StatusOr<std::optional<Round>> prepared = PrepareRound();
-      if (!prepared.ok()) return prepared.status();
-      *next = *std::move(prepared);
-      next = nullptr;  // picked once, even when there was nothing to pick
-    }
-    while (flying.size() < static_cast<size_t>(std::max(1, evaluator->MeasureSlots()))) {
-      Call call = NextCall(r, handled, rest);
+    while (flying.size() < static_cast<size_t>(std::max(1, evaluator->MeasureSlots())) &&
+           FormNow(flying)) {
+      double ahead_s = 0;
+      for (const auto& [_, f] : flying) ahead_s += f.projected_s;
+      Call call = NextCall(r, handled, rest, ahead_s);
+      if (call.requests.empty() && prepared != nullptr && prepared->has_value() && !unhandled()) {
+        if (absl::Status st = MoveBuilt(**prepared, r, handled); !st.ok()) return st;
+        call = NextCall(r, handled, rest, ahead_s);
+      }
       if (call.requests.empty()) break;
       const int id = sent++;
+      call.sent_at = std::chrono::steady_clock::now();
       call.results = std::async(std::launch::async, [evaluator, sync, id, context = Context(),
                                                      requests = call.requests] {
         std::vector<absl::StatusOr<MeasureResult>> got = evaluator->Measure(requests, context);
@@ -295,6 +328,14 @@ absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
         return got;
       });
       flying[id] = std::move(call);
+    }
+    if (next != nullptr && !next->has_value() && r.AllBuilt() && !final_phase_) {
+      absl::StatusOr<std::optional<Round>> picked = PrepareRound();
+      if (!picked.ok()) return picked.status();
+      *next = *std::move(picked);
+      prepared = next;
+      next = nullptr;  // picked once, even when there was nothing to pick
+      continue;        // what it picked may be sent at once
     }
     if (!unhandled() && flying.empty()) break;
     const std::optional<int> id = AwaitCallOrBuild(r, flying.empty());
@@ -309,6 +350,35 @@ absl::Status JobRun::MeasureRound(Round& r, std::optional<Round>* next) {
     }
   }
   return Finish(rest, {}, true);
+}
+
+// Whether to make up another call now: a GPU is free, or the call would
+// wait for one (CandidateEvaluator::WaitingSlots) and a call in flight is
+// projected to end within kFormAheadSeconds.
+bool JobRun::FormNow(const std::map<int, Call>& flying) const {
+  const CandidateEvaluator& e = *options_.evaluator;
+  const size_t gpus = static_cast<size_t>(std::max(1, e.MeasureSlots() - e.WaitingSlots()));
+  if (flying.size() < gpus) return true;
+  for (const auto& [_, c] : flying) {
+    if (c.projected_s - Since(c.sent_at) <= kFormAheadSeconds) return true;
+  }
+  return false;
+}
+
+// Moves the next round's proposals whose builds are known (and that are to
+// be measured) into this round, which has nothing left to send: measured
+// now, finished with this round, skipped by the next.
+absl::Status JobRun::MoveBuilt(Round& from, Round& into, std::vector<bool>& handled) {
+  if (absl::Status st = TakeBuilds(from); !st.ok()) return st;
+  from.moved.resize(from.obs.size(), false);
+  for (size_t i = 0; i < from.obs.size(); ++i) {
+    Observation& o = from.obs[i];
+    if (from.moved[i] || !from.Built(i) || o.measured_on.empty() || !o.build) continue;
+    from.moved[i] = true;
+    into.obs.push_back(std::move(o));
+    handled.push_back(false);
+  }
+  return absl::OkStatus();
 }
 
 // A measured proposal, finished at once: its proposer sees it before the

@@ -101,7 +101,10 @@ absl::Status JobRun::StopRounds(std::optional<Round> next) {
   if (!next) return absl::OkStatus();
   (void)FinishBuilds(*next);
   std::vector<Observation> unmeasured;
-  for (Observation& o : next->obs) {
+  next->moved.resize(next->obs.size(), false);
+  for (size_t i = 0; i < next->obs.size(); ++i) {
+    if (next->moved[i]) continue;  // the round before measured it
+    Observation& o = next->obs[i];
     o.outcome = Outcome::kSkipped;
     o.reason = "the job stopped";
     o.measured_on.clear();

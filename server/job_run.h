@@ -90,6 +90,8 @@ class JobRun {
     std::vector<bool> build_known;   // [k]: to_build[k]'s build is in its observation
     std::shared_ptr<RoundSync> sync = std::make_shared<RoundSync>();
     std::future<std::vector<absl::StatusOr<v1::Build>>> builds;
+    // [i]: obs[i] moved into the round measured before this one (MoveBuilt).
+    std::vector<bool> moved;
     bool Built(size_t i) const;      // obs[i] needs no build, or has it
     bool AllBuilt() const { return std::find(build_known.begin(), build_known.end(), false) == build_known.end(); }
   };
@@ -136,8 +138,18 @@ class JobRun {
     std::vector<Observation> obs;
     std::vector<MeasureRequest> requests;
     std::future<std::vector<absl::StatusOr<MeasureResult>>> results;
+    double projected_s = 0;  // its items' time by seconds_per_item_
+    std::chrono::steady_clock::time_point sent_at;
   };
-  Call NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest);
+  // A call waiting behind another is made up this long before that one's
+  // projected end: about a runner's start-up and the coordinator's turn.
+  static constexpr double kFormAheadSeconds = 2.0;
+  bool FormNow(const std::map<int, Call>& flying) const;
+  absl::Status MoveBuilt(Round& from, Round& into, std::vector<bool>& handled);
+  // `ahead_s`: the projected time of the calls in flight before it.
+  Call NextCall(Round& r, std::vector<bool>& handled, std::vector<Observation>& rest, double ahead_s);
+  bool UnmeasuredProblems() const;
+  static constexpr double kCoverSeconds = 60;  // NextCall's first-measurement rule
   std::optional<int> AwaitCallOrBuild(Round& r, bool idle);
   // Measures the round as its builds end; once they all have, `next` (when
   // given and empty) becomes the next round, building meanwhile.

@@ -87,6 +87,17 @@ class JobServiceTest : public ::testing::Test {
     return std::move(*s);
   }
 
+  // A job of screens on two nt problems and one nn, `per` candidates each
+  // (one of them does not build), run to its end.
+  absl::StatusOr<v1::Job> RunScreenJob(int per) {
+    fidelity_ = v1::FIDELITY_SCREEN;
+    const v1::OptimizeKernelRequest req = Request(2, 1);
+    std::unique_ptr<JobService> service = Service(Script(req, per));
+    absl::StatusOr<v1::Job> job = service->CreateJob(req);
+    if (!job.ok()) return job.status();
+    return service->RunJob(job->id());
+  }
+
   std::string path_;
   std::unique_ptr<Store> store_;
   FakeClock clock_;
@@ -138,13 +149,9 @@ TEST_F(JobServiceTest, AJobRunsTheWholeLoopAndReportsVerifiedWinners) {
 // Screens share a Measure call (one runner process), up to the batch size; a
 // re-check has its own; the store and the rewards say which each was.
 TEST_F(JobServiceTest, ScreensAreBatchedAndEveryMeasurementSaysItsFidelity) {
-  fidelity_ = v1::FIDELITY_SCREEN;
-  const v1::OptimizeKernelRequest req = Request(2, 1);
-  std::unique_ptr<JobService> service = Service(Script(req, 4));
-  absl::StatusOr<v1::Job> job = service->CreateJob(req);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<v1::Job> done = service->RunJob(job->id());
+  absl::StatusOr<v1::Job> done = RunScreenJob(4);
   ASSERT_TRUE(done.ok()) << done.status();
+  const v1::Job* job = &*done;
   size_t most = 0;
   for (const std::vector<MeasureRequest>& call : evaluator_.measure_calls) {
     most = std::max(most, call.size());
@@ -175,6 +182,29 @@ TEST_F(JobServiceTest, ScreensAreBatchedAndEveryMeasurementSaysItsFidelity) {
   int labelled = 0;
   for (const Reward& r : *rewards) labelled += absl::StrContains(r.details_json, R"("fidelity":"screen")");
   EXPECT_EQ(labelled, 3 * 3);
+}
+
+// A local GPU takes a second call while it measures one (it waits for the
+// GPU): the rounds overlap (the next round's built proposals join the round
+// being measured), and still every proposal is measured once, on each of
+// its problems once, and the job ends with its winners verified.
+TEST_F(JobServiceTest, AGpuHoldingASecondCallMeasuresEveryProposalOnce) {
+  evaluator_.slots = 2;
+  evaluator_.waiting = 1;
+  // Longer than the coordinator's longest wait (1 s), so that the next
+  // round's builds end while a call is measured.
+  evaluator_.measure_delay = std::chrono::milliseconds(1100);
+  absl::StatusOr<v1::Job> done = RunScreenJob(4);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(evaluator_.measured.size(), 3u * 3u);  // 4 proposed per problem, one did not build
+  for (const auto& [key, times] : evaluator_.measured) {
+    EXPECT_EQ(times, 1) << key.first << " on " << key.second;
+  }
+  for (const v1::ProblemProgress& p : done->problems()) {
+    EXPECT_FALSE(p.best_candidate_id().empty()) << ProblemName(p.problem());
+  }
+  EXPECT_EQ(evaluator_.rechecked.size(), 3u);
 }
 
 // A proposer that plans every nt problem before any nn one (as the seed

@@ -1,6 +1,7 @@
 // Batches of candidates in one runner process (RunnerHost::MeasureBatch) on a
 // real GPU: a screen of seed configurations shares each problem's baselines
-// and agrees with the full measurement's graph-cold figure; a hostile or
+// (in the process, and through the host with its later processes) and agrees
+// with the full measurement's graph-cold figure; a hostile or
 // broken candidate between two good ones gets the verdict it gets alone and
 // leaves the good ones' verdicts and figures alone; a full measurement keeps
 // every figure. Label: gpu.
@@ -215,6 +216,46 @@ void CheckFolderInBatches(const std::string& folder) {
 TEST_F(Batch, BrokenVariantsInABatchGetTheirVerdictAlone) { CheckFolderInBatches("broken"); }
 TEST_F(Batch, AdversarialCandidatesInABatchGetTheirVerdictAlone) {
   CheckFolderInBatches("adversarial");
+}
+
+// The baselines a screen timed in one runner process stand in for timing
+// them in the host's later processes: the second call's screen carries the
+// first's baseline records unchanged and says it timed none, while a full
+// measurement times its own.
+TEST_F(Batch, ALaterProcessScreensWithTheHostsBaselines) {
+  const std::vector<v1::Candidate> seeds = SeedConfigurations();
+  ASSERT_GE(seeds.size(), 2u);
+  absl::StatusOr<Toolchain> t = Toolchain::Find();
+  ASSERT_TRUE(t.ok()) << t.status();
+  RunnerHost host(testing::RunnerOptionsIn(*t, *scratch_, FixtureProtocol()));
+  const std::vector<v1::Shape> shape = {S(384, 256, 512)};
+  const BatchEntry a = Built(seeds.front(), shape);
+  const BatchEntry b = Built(seeds.back(), shape);
+  absl::StatusOr<std::vector<RunnerResults>> first = host.MeasureBatch({a}, kScreen, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(host.screened_size(), 1u);
+  absl::StatusOr<std::vector<RunnerResults>> second = host.MeasureBatch({b}, kScreen, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  const v1::Measurement& m1 = first->at(0).measurements.at(0);
+  const v1::Measurement& m2 = second->at(0).measurements.at(0);
+  ASSERT_EQ(m1.verdict(), v1::VERDICT_PASSED) << m1.reason() << " " << m1.detail();
+  ASSERT_EQ(m2.verdict(), v1::VERDICT_PASSED) << m2.reason() << " " << m2.detail();
+  ASSERT_EQ(m1.baselines_size(), 3);
+  ASSERT_EQ(m2.baselines_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(m1.baselines(i), m2.baselines(i)))
+        << m2.baselines(i).name();
+  }
+  EXPECT_GT(m1.profile().at("runner_s.baselines"), 0);
+  EXPECT_EQ(m2.profile().count("baseline_excess_err"), 1u);
+  EXPECT_EQ(m2.profile().at("baseline_excess_err"), m1.profile().at("baseline_excess_err"));
+  absl::StatusOr<std::vector<RunnerResults>> full = host.MeasureBatch({b}, kFull, {});
+  ASSERT_TRUE(full.ok()) << full.status();
+  const v1::Measurement& f = full->at(0).measurements.at(0);
+  ASSERT_EQ(f.verdict(), v1::VERDICT_PASSED) << f.reason() << " " << f.detail();
+  ASSERT_EQ(f.baselines_size(), 3);
+  EXPECT_GT(f.baselines(0).timings().device().median_us(), 0);  // timed here, every figure
+  EXPECT_FALSE(google::protobuf::util::MessageDifferencer::Equals(f.baselines(0), m1.baselines(0)));
 }
 
 // A full measurement is what it was before screens: every figure of the

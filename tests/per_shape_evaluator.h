@@ -6,12 +6,19 @@
 // each build handed to WorkContext::built as it ends, Cancelled for work
 // asked after the context is cancelled; tests/evaluator_contract_test.cc),
 // keeps how many requests each Measure call carried, and reports a fake H100
-// ("FAKE-H100", sm_90a, 132 SMs) unless told otherwise.
-// Not thread-safe; a job calls it from one thread.
+// ("FAKE-H100", sm_90a, 132 SMs) unless told otherwise. `slots` and
+// `waiting` are what it answers to MeasureSlots and WaitingSlots (a local
+// GPU: 2 and 1); its Measure calls run one at a time, as on one GPU, each
+// taking `measure_delay` of real time.
+// Thread-safe for Measure; Build from one thread at a time.
 #ifndef ANVIL_TESTS_PER_SHAPE_EVALUATOR_H_
 #define ANVIL_TESTS_PER_SHAPE_EVALUATOR_H_
 
+#include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "worker/candidate_evaluator.h"
@@ -37,6 +44,8 @@ class PerShapeEvaluator : public CandidateEvaluator {
   }
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& rs,
                                                      const WorkContext& context = {}) override {
+    std::lock_guard<std::mutex> gpu(measure_mu_);
+    std::this_thread::sleep_for(measure_delay);
     std::vector<absl::StatusOr<MeasureResult>> out;
     measure_calls.push_back(rs);
     for (const MeasureRequest& r : rs) {
@@ -56,7 +65,10 @@ class PerShapeEvaluator : public CandidateEvaluator {
         m.set_fidelity(screen ? v1::FIDELITY_SCREEN : v1::FIDELITY_FULL);
         res.measurements.push_back(std::move(m));
       }
-      res.gpu_seconds = double(r.shapes.size());
+      // A second a shape, or the call's delay shared out by shapes.
+      res.gpu_seconds = measure_delay.count() > 0
+                            ? 1e-3 * double(measure_delay.count()) * double(r.shapes.size()) / double(Shapes(rs))
+                            : double(r.shapes.size());
       out.push_back(std::move(res));
     }
     return out;
@@ -69,7 +81,13 @@ class PerShapeEvaluator : public CandidateEvaluator {
     return info;
   }
 
+  int MeasureSlots() const override { return slots; }
+  int WaitingSlots() const override { return waiting; }
+
   std::vector<std::vector<MeasureRequest>> measure_calls;  // every Measure call's requests
+  int slots = 1;
+  int waiting = 0;
+  std::chrono::milliseconds measure_delay{0};  // each Measure call's, as a GPU's time
 
  protected:
   virtual v1::Build BuildOne(const v1::Candidate& c) = 0;
@@ -82,6 +100,14 @@ class PerShapeEvaluator : public CandidateEvaluator {
   // Anvil's own failure for a whole request (the worker is gone): not OK
   // answers the request with it.
   virtual absl::Status Admit(const MeasureRequest&) { return absl::OkStatus(); }
+
+ private:
+  static size_t Shapes(const std::vector<MeasureRequest>& rs) {
+    size_t n = 0;
+    for (const MeasureRequest& r : rs) n += r.shapes.size();
+    return std::max<size_t>(n, 1);
+  }
+  std::mutex measure_mu_;
 };
 
 }  // namespace anvil::testing

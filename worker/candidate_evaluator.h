@@ -20,10 +20,10 @@
 // resumed after a restart takes over the tasks its earlier run left (nothing
 // is measured twice).
 //
-// Thread-safety: per job, one Build and one Measure may run at once (the
-// coordinator builds its next round while the GPU measures this one); never
-// two Build calls of a job at once, nor more Measure calls than
-// MeasureSlots(). Jobs may call at once. device(), MeasureSlots(), Waiting()
+// Thread-safety: per job, one Build and up to MeasureSlots() Measure calls
+// may run at once (the coordinator builds its next round while the GPU
+// measures this one); never two Build calls of a job at once, nor more
+// Measure calls than MeasureSlots(). Jobs may call at once. device(), MeasureSlots(), Waiting()
 // and the job hooks may be called from any thread.
 #ifndef ANVIL_WORKER_CANDIDATE_EVALUATOR_H_
 #define ANVIL_WORKER_CANDIDATE_EVALUATOR_H_
@@ -107,10 +107,17 @@ class CandidateEvaluator {
   // e.g. no live GPU worker of the model in a fleet.
   virtual std::string Waiting() const { return ""; }
 
-  // How many Measure calls may run at once, each on its own GPU slot (a
-  // fleet's live GPUs of its model). Above one, Measure must be safe to call
-  // from that many threads at once.
+  // How many Measure calls may be in flight at once: one per GPU slot (a
+  // fleet's live GPUs of its model), or more where the evaluator queues calls
+  // for its GPUs (LocalEvaluator: two on its one GPU, the second waiting for
+  // the first, so that the caller's next call is ready the moment the GPU
+  // frees while the caller digests the last one). Above one, Measure must be
+  // safe to call from that many threads at once.
   virtual int MeasureSlots() const { return 1; }
+  // Of MeasureSlots(), how many wait for a GPU that another call holds (0:
+  // each slot has a GPU of its own). The caller makes up a call for such a
+  // slot late, so that it takes what has been built meanwhile.
+  virtual int WaitingSlots() const { return 0; }
 
   // The device facts (GPU model, arch, SM count), once a runner has started;
   // nullopt before. The GPU model is part of every problem key it measures.

@@ -89,6 +89,7 @@ std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v
 std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::Measure(
     const std::vector<MeasureRequest>& requests, const WorkContext& context) {
   std::vector<absl::StatusOr<MeasureResult>> out(requests.size(), absl::UnknownError("not measured"));
+  absl::MutexLock gpu(&gpu_mu_);
   std::vector<std::vector<size_t>> batches;
   std::map<std::string, size_t> screens;  // figure -> its batch
   for (size_t i = 0; i < requests.size(); ++i) {

@@ -6,7 +6,8 @@
 // come in with each request (MeasureRequest::known_lt_algos). The screens of
 // one Measure call share a runner process; a full measurement or a re-check
 // has its own.
-// Thread-safety: as CandidateEvaluator (one Build and one Measure at once).
+// Thread-safety: as CandidateEvaluator (one Build and two Measure calls at
+// once: the second waits for the GPU).
 #ifndef ANVIL_WORKER_LOCAL_EVALUATOR_H_
 #define ANVIL_WORKER_LOCAL_EVALUATOR_H_
 
@@ -53,16 +54,23 @@ class LocalEvaluator : public CandidateEvaluator {
   std::vector<absl::StatusOr<MeasureResult>> Measure(const std::vector<MeasureRequest>& requests,
                                                      const WorkContext& context) override;
   std::optional<v1::RunnerInfo> device() const override;
+  // Two: one call measures while the next waits for the GPU (candidate_evaluator.h).
+  int MeasureSlots() const override { return 2; }
+  int WaitingSlots() const override { return 1; }
 
  private:
   LocalEvaluator(Toolchain toolchain, const LocalEvaluatorOptions& options);
   // Requests of one fidelity and figure, in one RunnerHost::MeasureBatch.
   std::vector<absl::StatusOr<MeasureResult>> MeasureBatch(const std::vector<const MeasureRequest*>& requests,
-                                                          const WorkContext& context);
+                                                          const WorkContext& context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu_mu_);
 
   Builder builder_;
   RunnerHost runner_;
-  std::vector<v1::LtAlgo> lt_algos_;  // Measure's thread only
+  // Held by a Measure call throughout: one runner on the GPU at a time, a
+  // call's batches back to back.
+  absl::Mutex gpu_mu_;
+  std::vector<v1::LtAlgo> lt_algos_ ABSL_GUARDED_BY(gpu_mu_);
   mutable absl::Mutex mu_;
   std::optional<v1::RunnerInfo> info_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,6 +1,7 @@
 #include "worker/runner_host.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/figures.h"
 #include "proto/problem.h"
 #include "sandbox/sandbox.h"
 
@@ -31,6 +33,10 @@ v1::Measurement FailedMeasurement(const v1::Candidate& c, const v1::Shape& shape
   m.set_detail(std::move(detail));
   return m;
 }
+
+// The runner's accuracy bound when the protocol names none (its
+// FillDefaults, worker/runner/protocol.cc, which the host does not link).
+constexpr double kDefaultRelErrThreshold = 3e-4;
 
 bool SameShape(const v1::Shape& a, const v1::Shape& b) {
   return a.m() == b.m() && a.n() == b.n() && a.k() == b.k();
@@ -72,6 +78,7 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
 struct RunnerHost::Attempt {
   std::vector<v1::Measurement> measurements;
   std::vector<v1::LtAlgo> tuned;
+  std::vector<v1::ScreenedBaselines> screened;
   std::optional<v1::RunnerInfo> info;
   sandbox::Result result;
   double limit_s = 0;        // the limit in force when the runner ended...
@@ -112,6 +119,56 @@ v1::Measurement RunnerHost::ForgedRun(const v1::Candidate& c, const v1::Shape& s
 std::optional<v1::Ceilings> RunnerHost::ceilings() const {
   absl::MutexLock lock(&mu_);
   return ceilings_;
+}
+
+size_t RunnerHost::screened_size() const {
+  absl::MutexLock lock(&mu_);
+  return screened_.size();
+}
+
+// Keeps what runners sent of the baselines they timed. The runner is trusted
+// code but shares its process with candidates, so an entry is kept only
+// when it is sane: the baselines' figure positive, and the vendors' error
+// low enough that it does not move the accuracy bound (the runner's bound is
+// max(threshold, 1.25 x the vendors' error)), so no kept record can loosen a
+// later screen's check; a problem whose vendors err more has its baselines
+// timed in every process instead.
+void RunnerHost::KeepScreened(std::vector<v1::ScreenedBaselines> got) {
+  const double bound = options_.protocol.rel_err_threshold() > 0 ? options_.protocol.rel_err_threshold()
+                                                                 : kDefaultRelErrThreshold;
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  for (v1::ScreenedBaselines& b : got) {
+    const bool sane = b.records_size() > 0 && std::isfinite(b.excess_err()) && b.excess_err() >= 0 &&
+                      1.25 * b.excess_err() <= bound && std::isfinite(b.reference_call_us()) &&
+                      b.reference_call_us() > 0 &&
+                      std::all_of(b.records().begin(), b.records().end(), [&](const v1::Baseline& r) {
+                        const double us = FigureUs(r.timings(), b.figure());
+                        return std::isfinite(us) && us > 0;
+                      });
+    if (!sane) continue;
+    std::erase_if(screened_, [&](const Screened& s) {
+      return now - s.at > kScreenedMaxAge ||
+             (SameShape(s.baselines.shape(), b.shape()) && s.baselines.layout() == b.layout() &&
+              s.baselines.figure() == b.figure());
+    });
+    screened_.push_back({std::move(b), now});
+  }
+}
+
+// The kept baselines of the batch's problems in `figure`, into a screen's request.
+void RunnerHost::AddScreened(const std::vector<BatchItem>& items, const std::vector<BatchEntry>& entries,
+                             const std::string& figure, v1::RunnerRequest& req) const {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  for (const Screened& s : screened_) {
+    if (s.baselines.figure() != figure || now - s.at > kScreenedMaxAge) continue;
+    const bool wanted = std::any_of(items.begin(), items.end(), [&](const BatchItem& i) {
+      const BatchEntry& e = entries[i.entry];
+      return e.candidate.layout() == s.baselines.layout() && SameShape(e.shapes[i.shape], s.baselines.shape());
+    });
+    if (wanted) *req.add_screened() = s.baselines;
+  }
 }
 
 absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest& request,
@@ -179,6 +236,7 @@ void RunnerHost::Collect(const RunnerWatch& watch, Attempt* out) {
       a.measurements.push_back(std::move(m));
     }
     if (e.has_lt_algo()) a.tuned.push_back(e.lt_algo());
+    if (e.has_screened()) a.screened.push_back(e.screened());
     if (e.has_info()) a.info = e.info();
     if (e.has_ceilings()) {
       absl::MutexLock lock(&mu_);
@@ -283,6 +341,8 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     protocol.set_fidelity(spec.fidelity);
     protocol.set_screen_figure(spec.figure);
   }
+  const std::string figure =
+      protocol.screen_figure().empty() ? std::string(kDefaultFigure) : protocol.screen_figure();
   int starts = 0;
   for (size_t next = 0; next < batch.items.size();) {
     v1::RunnerRequest req;
@@ -294,6 +354,7 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     if (std::optional<v1::Ceilings> c = ceilings()) *req.mutable_ceilings() = *c;
     req.set_seccomp(options_.seccomp);
     req.set_device(options_.device);
+    if (protocol.fidelity() == v1::FIDELITY_SCREEN) AddScreened(batch.items, entries, figure, req);
     if (cancelled && cancelled()) return absl::CancelledError("the measurement was cancelled");
     absl::StatusOr<Attempt> a = RunOnce(req, cancelled);
     if (!a.ok()) return a.status();
@@ -301,6 +362,7 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     if (a->info) {
       for (RunnerResults& r : out) r.info = a->info;
     }
+    KeepScreened(std::move(a->screened));
     for (v1::LtAlgo& t : a->tuned) {
       MergeTunedAlgo(algos, t);  // a restarted runner must not tune it again
       out.front().tuned.push_back(std::move(t));

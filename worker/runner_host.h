@@ -9,7 +9,10 @@
 // scale with the problem (runner_limits.h); each Measurement reports the ones
 // it ran under. Every item gets a Measurement: a runner that crashes, hangs or
 // cheats yields one with the verdict and reason, never an error of the
-// caller. Thread-safe for distinct GPUs; one Measure per GPU at a time.
+// caller. The vendor baselines a screen timed are kept (for kScreenedMaxAge)
+// and sent to later runners' screens of the problem, so each problem's
+// baselines are timed about once per job, not once per process.
+// Thread-safe for distinct GPUs; one Measure per GPU at a time.
 #ifndef ANVIL_WORKER_RUNNER_HOST_H_
 #define ANVIL_WORKER_RUNNER_HOST_H_
 
@@ -79,6 +82,11 @@ struct MeasureSpec {
 // problem, cuBLAS version and figure (a runner uses the first that matches).
 void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 
+// How long a screen's baselines stand in for timing them again: long enough
+// for a job, short enough that a long-lived worker re-times them as the GPU's
+// state drifts.
+inline constexpr absl::Duration kScreenedMaxAge = absl::Minutes(30);
+
 class RunnerHost {
  public:
   explicit RunnerHost(RunnerHostOptions options)
@@ -107,6 +115,8 @@ class RunnerHost {
                                                           const std::function<bool()>& cancelled = nullptr);
   // Ceilings given in the options or learnt from the first runner, reused by later ones.
   std::optional<v1::Ceilings> ceilings() const;
+  // How many problems' screened baselines are kept for later runners.
+  size_t screened_size() const;
 
  private:
   struct Attempt;
@@ -115,8 +125,18 @@ class RunnerHost {
   void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   v1::Measurement ForgedRun(const v1::Candidate& c, const v1::Shape& shape) const;
+  void KeepScreened(std::vector<v1::ScreenedBaselines> got);
+  void AddScreened(const std::vector<BatchItem>& items, const std::vector<BatchEntry>& entries,
+                   const std::string& figure, v1::RunnerRequest& req) const;
   mutable absl::Mutex mu_;
   std::optional<v1::Ceilings> ceilings_ ABSL_GUARDED_BY(mu_);
+  // The baselines a screen timed, per problem and figure, with when they were
+  // timed: sent to later runners, which then time none (RUNNER.md).
+  struct Screened {
+    v1::ScreenedBaselines baselines;
+    absl::Time at;
+  };
+  std::vector<Screened> screened_ ABSL_GUARDED_BY(mu_);
   RunnerHostOptions options_;
 };
 

@@ -148,16 +148,29 @@ req = json.load(sys.stdin)  # lowerCamelCase, as protobuf writes JSON
 def emit(e):
     print(json.dumps(e), flush=True)
 def measurement(item, verdict, reason=""):
+    had = sent.count(key(item["shape"]))  # the host's baselines for this problem
     return {"measurement": {"candidate_id": item["candidateId"],
             "problem": {"shape": item["shape"], "layout": item.get("layout", "LAYOUT_NT")},
-            "verdict": verdict, "reason": reason, "seconds": 0.01,
+            "verdict": verdict, "reason": reason, "detail": "had=%d" % had, "seconds": 0.01,
             "gpu_uuid": PROCESS,
             "fidelity": req.get("protocol", {}).get("fidelity", "FIDELITY_FULL")}}
 PROCESS = os.urandom(8).hex()  # pids repeat across pid namespaces
+protocol = req.get("protocol", {})
+screen = protocol.get("fidelity") == "FIDELITY_SCREEN"
+figure = protocol.get("screenFigure") or "graph-cold"
+def key(shape):
+    return (shape.get("m"), shape.get("n"), shape.get("k"))
+sent = [key(b["shape"]) for b in req.get("screened", [])]
+timed = set()
 emit({"info": {"gpu": "FakeGPU", "arch": "sm_90a"}})
 for item in req["items"]:
     what = item["candidateId"].split("-")[0]
     emit({"problem_start": {"reference_call_us": 10, "candidate_calls": 100, "baseline_calls": 300}})
+    if screen and key(item["shape"]) not in sent and key(item["shape"]) not in timed:
+        timed.add(key(item["shape"]))  # a first screen of the problem: its baselines, for the host
+        emit({"screened": {"shape": item["shape"], "layout": "LAYOUT_NT", "figure": figure,
+              "records": [{"name": "cublas", "timings": {"graph_cold": {"median_us": 10}}}],
+              "reference_call_us": 10, "excess_err": 1.0 if what == "insane" else 1e-5}})
     if what == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif what == "hang":
@@ -280,6 +293,35 @@ TEST_F(FakeBatchRunnerTest, AFailingCandidateCostsOnlyItselfAndTheRestRunFresh) 
     EXPECT_NE((*got)[2].measurements[0].gpu_uuid(), (*got)[0].measurements[0].gpu_uuid());
     EXPECT_GE((*got)[0].runner_starts, 2);
   }
+}
+
+// A screen's baselines, once a runner timed them, go to the host's later
+// runners that screen the problem in the same figure; never to a full
+// measurement, never in another figure, and never when they are not sane
+// (a vendor error above the accuracy bound would loosen the next checks).
+TEST_F(FakeBatchRunnerTest, LaterProcessesScreenWithTheBaselinesEarlierOnesTimed) {
+  RunnerHost host(options_);
+  auto details = [&](const std::string& id, const MeasureSpec& spec) {
+    absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch({Entry(id, 2)}, spec, {});
+    std::vector<std::string> out;
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) return out;
+    for (const v1::Measurement& m : (*got)[0].measurements) out.push_back(m.detail());
+    return out;
+  };
+  const std::vector<std::string> none = {"had=0", "had=0"}, both = {"had=1", "had=1"};
+  EXPECT_EQ(details("good-a", {v1::FIDELITY_SCREEN, ""}), none);
+  EXPECT_EQ(host.screened_size(), 2u);
+  EXPECT_EQ(details("good-b", {v1::FIDELITY_SCREEN, "graph-cold"}), both);
+  EXPECT_EQ(details("good-c", {v1::FIDELITY_FULL, ""}), none);
+  EXPECT_EQ(details("good-d", {v1::FIDELITY_SCREEN, "device"}), none);
+  EXPECT_EQ(host.screened_size(), 2u);  // the device records are not sane: no device figure
+
+  RunnerHost fresh(options_);
+  absl::StatusOr<std::vector<RunnerResults>> insane =
+      fresh.MeasureBatch({Entry("insane-x", 2)}, {v1::FIDELITY_SCREEN, ""}, {});
+  ASSERT_TRUE(insane.ok()) << insane.status();
+  EXPECT_EQ(fresh.screened_size(), 0u);
 }
 
 TEST_F(FakeBatchRunnerTest, ACancelledBatchAnswersCancelled) {

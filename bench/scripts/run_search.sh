@@ -11,7 +11,8 @@
 # SLACK: seconds allowed beyond the budget (150) for the verify stage.
 # TRANSFER=H100-80GB-HBM3 starts each problem from its fastest configurations
 # measured on that GPU model (in the same store), re-measured here; FIGURE=warm
-# ranks by warm time instead of device time. BUILD_BENCH=1 also measures build
+# ranks by warm time instead of device time; BUILD_JOBS=N sets the parallel nvcc
+# jobs (default: every core but two). BUILD_BENCH=1 also measures build
 # throughput against parallel nvcc jobs (anvil-build-bench, build_bench.txt).
 # Write-ups: bench/results/*-dev-search-*.md.
 . "$(dirname "$0")/node.sh"
@@ -32,7 +33,7 @@ fi
 SECONDS=0
 timeout $((BUDGET * 60 + ${SLACK:-150})) "$ANVIL" --db "$STORE" optimize --shapes "$SHAPES" \
   --budget-minutes "$BUDGET" --curve "$OUT/curve.csv" ${TRANSFER:+--transfer-from "$TRANSFER"} \
-  ${FIGURE:+--figure "$FIGURE"} > "$OUT/optimize.log" 2>&1
+  ${FIGURE:+--figure "$FIGURE"} ${BUILD_JOBS:+--build-jobs "$BUILD_JOBS"} > "$OUT/optimize.log" 2>&1
 echo "optimize rc=$? in ${SECONDS}s"
 grep -vE "^\s+\[(seeds|screen|widen|evolve-[0-9])\] [0-9]+x" "$OUT/optimize.log" | grep -v "\[info\]" | tail -45
 # This run's winners (built from today's seed sources).

@@ -5,7 +5,9 @@
 # with nvidia-smi's utilization sampled once a second, then throughput.py on
 # the job: screens and full measurements per minute, builds per minute, the
 # GPU busy fraction, seconds to each problem's first measurement, and the
-# geomean of the best so far at 2, 5, 10 and 15 minutes. AGREE=N also
+# geomean of the best so far at 2, 5, 10, 13 and 15 minutes, and where the
+# runners' time went. CUDA_VISIBLE_DEVICES=N measures on that GPU alone (its
+# utilization only); BUILD_JOBS as run_search.sh. AGREE=N also
 # measures the top five screens of N problems again at full fidelity
 # (screen_vs_full.py). Results under OUT_DIR: throughput.txt, agreement.md,
 # util.csv and run_search.sh's files.
@@ -13,7 +15,8 @@
 # Write-ups: bench/results/*-search-throughput-*.md.
 . "$(dirname "$0")/node.sh"
 export SHAPES=${SHAPES:-$BENCH/configs/model_shapes.txt}
-nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 > "$OUT/util.csv" 2>&1 &
+nvidia-smi ${CUDA_VISIBLE_DEVICES:+-i "$CUDA_VISIBLE_DEVICES"} --query-gpu=utilization.gpu \
+  --format=csv,noheader,nounits -l 1 > "$OUT/util.csv" 2>&1 &
 util=$!
 "$BENCH/scripts/run_search.sh" "$OUT"
 kill "$util" 2> /dev/null

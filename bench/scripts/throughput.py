@@ -10,7 +10,8 @@ Prints, for the job (default: the newest):
   apart), the GPU busy fraction (the runners' wall time the job was charged,
   over the job's wall time), seconds until each problem's first measurement,
   and, with --curve (anvil optimize --curve), the geomean of every problem's
-  best-so-far speedup at 2, 5, 10 and 15 minutes; with --util (nvidia-smi
+  best-so-far speedup at 2, 5, 10, 13 and 15 minutes, and the runners' own
+  account of where the items' time went (steps, process start-up); with --util (nvidia-smi
   utilization.gpu samples, one per second) the mean reported utilization.
 """
 import argparse
@@ -24,6 +25,51 @@ import sys
 
 def columns(db, table):
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def geomeans(path, problems):
+    """The geomean of every problem's best-so-far speedup at 2, 5, 10, 13
+    and 15 minutes, from anvil optimize --curve."""
+    best = {}
+    points = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            col = next(k for k in r if k.startswith("best_speedup_"))
+            points.append((float(r["seconds"]), r["problem"], float(r[col])))
+    points.sort()
+    for minute in (2, 5, 10, 13, 15):
+        for t, p, s in points:
+            if t <= minute * 60:
+                best[p] = max(best.get(p, 0), s)
+        if points and points[-1][0] + 1 < (minute - 1) * 60:
+            break
+        have = [s for s in best.values() if s > 0]
+        if have:
+            g = math.exp(sum(math.log(s) for s in have) / len(have))
+            print(f"geomean of best so far at {minute} min: {g:.3f}x "
+                  f"({len(have)} problems with a passing candidate, of {problems} measured)")
+
+
+def phases(db, job, created, budget):
+    """Where the items' runner time went within the budget: the runners'
+    own accounting ("runner_s.<step>" in each measurement's profile)."""
+    rows = db.execute(
+        "SELECT seconds, profile FROM measurements WHERE job_id = ? AND measured_at <= ?",
+        (job, created + budget * 1e3)).fetchall()
+    sums, items, seen = {}, 0, 0
+    for secs, profile in rows:
+        p = json.loads(profile or "{}")
+        steps = {k[len("runner_s."):]: v for k, v in p.items() if k.startswith("runner_s.")}
+        items += secs or 0
+        if steps:
+            seen += 1
+        for k, v in steps.items():
+            sums[k] = sums.get(k, 0) + v
+    if not seen:
+        return
+    parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(sums.items(), key=lambda kv: -kv[1]))
+    print(f"the runners' time within the budget ({seen} items): items {items:.0f} s "
+          f"({items / max(seen, 1) * 1e3:.0f} ms each); {parts}")
 
 
 def main():
@@ -81,32 +127,14 @@ def main():
         print(f"within the {budget:.0f} s budget: {s_in / budget * 60:.1f} screens/min, "
               f"{(len(inside) - s_in) / budget * 60:.1f} full/min, {b_in / budget * 60:.1f} builds/min, "
               f"the items' own runner time {busy / budget:.1%} of it")
+        phases(db, job, created, budget)
     if a.util:
         with open(a.util) as f:
             vals = [float(r[0].split()[0]) for r in csv.reader(f) if r and r[0].strip()[0].isdigit()]
         if vals:
             print(f"nvidia-smi utilization.gpu: mean {statistics.mean(vals):.1f}% over {len(vals)} samples")
     if a.curve:
-        best = {}
-        points = []
-        with open(a.curve) as f:
-            for r in csv.DictReader(f):
-                col = next(k for k in r if k.startswith("best_speedup_"))
-                points.append((float(r["seconds"]), r["problem"], float(r[col])))
-        points.sort()
-        problems = len(firsts)
-        for minute in (2, 5, 10, 15):
-            for t, p, s in points:
-                if t <= minute * 60:
-                    best[p] = max(best.get(p, 0), s)
-            if points and points[-1][0] + 1 < (minute - 1) * 60:
-                break
-            have = [s for s in best.values() if s > 0]
-            if have:
-                g = math.exp(sum(math.log(s) for s in have) / len(have))
-                print(f"geomean of best so far at {minute} min: {g:.3f}x "
-                      f"({len(have)} problems with a passing candidate, of {problems} measured)")
-
+        geomeans(a.curve, len(firsts))
 
 if __name__ == "__main__":
     main()

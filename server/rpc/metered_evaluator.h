@@ -24,6 +24,7 @@ class MeteredEvaluator final : public CandidateEvaluator {
                                                      const WorkContext& context) override;
   std::optional<v1::RunnerInfo> device() const override { return inner_->device(); }
   int MeasureSlots() const override { return inner_->MeasureSlots(); }
+  int WaitingSlots() const override { return inner_->WaitingSlots(); }
   void JobStarting(const std::string& job_id) override { inner_->JobStarting(job_id); }
   void JobStopped(const std::string& job_id, bool ended) override { inner_->JobStopped(job_id, ended); }
   std::string Waiting() const override { return inner_->Waiting(); }

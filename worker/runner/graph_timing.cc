@@ -329,8 +329,8 @@ std::string ProblemSession::GraphNote() const {
     if (graphs_[i].why_not.empty()) continue;
     absl::StrAppend(&note, note.empty() ? "" : "; ", graphs_[i].why_not);
   }
-  if (screened_ && !screened_->graph_note.empty()) {
-    absl::StrAppend(&note, note.empty() ? "" : "; ", screened_->graph_note);
+  if (screened_ && !screened_->graph_note().empty()) {
+    absl::StrAppend(&note, note.empty() ? "" : "; ", screened_->graph_note());
   }
   return note;
 }

@@ -1,7 +1,8 @@
 // anvil-runner: measures built candidates on problems (RUNNER.md).
 // Reads a RunnerRequest (JSON) on stdin and writes RunnerEvents (JSON, one per
 // line) on stdout: info, ceilings, then per problem its ProblemStart, newly
-// tuned cuBLASLt choices and Measurement, each as soon as it is done; its own
+// tuned cuBLASLt choices, Measurement and (a screen that timed the problem's
+// baselines) its ScreenedBaselines, each as soon as it is done; its own
 // stdout then points at stderr, so a candidate's printing cannot forge an
 // event. A request is a batch of `items`, (candidate, problem) pairs measured
 // in order, each candidate's library opened at its first item and kept
@@ -124,8 +125,12 @@ void Stamp(v1::Measurement& m, const v1::RunnerItem& item, const Device& device)
 // Measures one candidate on one problem and emits its newly tuned cuBLASLt
 // choices (also appended to *tuned), then its measurement. 0, or the exit
 // code when the runner must stop.
+// `outside_s`: the process's seconds since the last item outside any item
+// (start-up, the state check between candidates), in the profile as
+// "runner_s.process".
 int MeasureItem(const v1::RunnerItem& item, const LtCached& algos, RunnerContext& ctx,
-                const CandidateLibrary& lib, const Device& device, LtAlgos* tuned) {
+                const CandidateLibrary& lib, const Device& device, LtAlgos* tuned,
+                double outside_s) {
   auto p0 = std::chrono::steady_clock::now();
   const v1::Shape& shape = item.shape();
   GemmShape gs{int(shape.m()), int(shape.n()), int(shape.k()), item.layout()};
@@ -138,6 +143,7 @@ int MeasureItem(const v1::RunnerItem& item, const LtCached& algos, RunnerContext
   if (!m.ok()) return Fail(4, absl::StrCat("problem ", shape.m(), "x", shape.n(), "x", shape.k(), ": ", m.status().message()));
   Stamp(*m, item, device);
   m->set_seconds(SecondsSince(p0));
+  (*m->mutable_profile())["runner_s.process"] = outside_s;
   for (const v1::LtAlgo& t : new_algos) {
     v1::RunnerEvent e;
     *e.mutable_lt_algo() = t;
@@ -212,7 +218,8 @@ absl::Status PrimeVendorState(RunnerContext& ctx) {
 // candidate's last item and the next candidate, the process state must be
 // what it was at start-up, else the process ends (exit 5) and the host runs
 // the rest of the batch in a fresh one.
-int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device) {
+int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device,
+             std::chrono::steady_clock::time_point started) {
   if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
   absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
   if (!start.ok()) return Fail(4, std::string(start.status().message()));
@@ -224,6 +231,7 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
   // problem uses them as they are instead of tuning again.
   LtAlgos tuned;
   const uint64_t seed = ctx.seed;
+  auto outside_from = started;  // the time outside items, charged to the next one
   for (int i = 0; i < req.items_size(); ++i) {
     const v1::RunnerItem& item = req.items(i);
     // Inputs of their own for every item: an earlier candidate's freed
@@ -239,7 +247,16 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
       LtCached algos;
       FindAlgos(tuned, item.shape(), item.layout(), ctx.cublas_version, &algos);
       FindAlgos(req.lt_algos(), item.shape(), item.layout(), ctx.cublas_version, &algos);
-      if (int rc = MeasureItem(item, algos, ctx, **lib->second, device, &tuned); rc != 0) return rc;
+      const double outside_s = SecondsSince(outside_from);
+      if (int rc = MeasureItem(item, algos, ctx, **lib->second, device, &tuned, outside_s); rc != 0) {
+        return rc;
+      }
+      for (v1::ScreenedBaselines& b : ctx.screened.TakeFresh()) {
+        v1::RunnerEvent e;
+        *e.mutable_screened() = std::move(b);
+        Emit(e);
+      }
+      outside_from = std::chrono::steady_clock::now();
     }
     if (i + 1 == req.items_size() || SameCandidate(item, req.items(i + 1))) continue;
     // Persisting L2 lines a candidate set aside would favour or hinder the next.
@@ -291,6 +308,10 @@ int Main() {
   ctx.monitor = monitor->get();
   ctx.protocol = req.protocol();
   ctx.plan = PlanFor(ctx.protocol);
+  // The host's baselines from earlier processes, for a screen of their figure.
+  for (const v1::ScreenedBaselines& b : req.screened()) {
+    if (ctx.plan.screen && b.figure() == ctx.plan.figure) ctx.screened.Put(b, /*fresh=*/false);
+  }
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
@@ -322,7 +343,7 @@ int Main() {
   v1::RunnerEvent info;
   *info.mutable_info() = device->info;
   Emit(info);
-  return RunBatch(req, ctx, *device);
+  return RunBatch(req, ctx, *device, t0);
 }
 
 }  // namespace

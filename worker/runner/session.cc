@@ -149,6 +149,14 @@ absl::Status ProblemSession::PoisonAndGuard() {
 absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
                                                     std::vector<v1::LtAlgo>* tuned) {
   v1::Measurement m;
+  double phase_from = NowUs();
+  // Seconds of each step of the item, as "runner_s.<step>" in the profile:
+  // where a measurement's time goes (bench/scripts/throughput.py sums them).
+  const auto phase = [&](const char* step) {
+    const double now = NowUs();
+    extra_profile_[absl::StrCat("runner_s.", step)] += (now - phase_from) / 1e6;
+    phase_from = now;
+  };
   ANVIL_RETURN_IF_ERROR(Allocate());
   ws_bytes_ = lib_.workspace_fn()(shape_.m, shape_.n, shape_.k);
   m.set_workspace_bytes(static_cast<int64_t>(ws_bytes_));
@@ -169,13 +177,14 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
   absl::StatusOr<DeviceMemory> ws = DeviceMemory::Allocate(ws_bytes_);
   if (!ws.ok()) return ws.status();
   ws_ = std::move(*ws);
+  phase("allocate");
   impls_.push_back(std::make_unique<CandidateGemm>(lib_, shape_, ws_.get()));
   if (ctx_.plan.screen) screened_ = ctx_.screened.Find(shape_.m, shape_.n, shape_.k, shape_.layout);
   if (screened_) {
     // The accuracy bound's floor is the vendors' error on this problem, as
     // the first screen measured it.
-    baseline_excess_ = screened_->excess_err;
-    reference_call_us_ = screened_->reference_call_us;
+    baseline_excess_ = screened_->excess_err();
+    reference_call_us_ = screened_->reference_call_us();
   } else if (!ctx_.protocol.skip_baselines()) {
     ANVIL_RETURN_IF_ERROR(SetUpBaselines(cached, tuned));
   }
@@ -191,14 +200,18 @@ absl::StatusOr<v1::Measurement> ProblemSession::Run(const LtCached& cached,
   if (ctx_.on_problem_start) {
     ctx_.on_problem_start(reference_call_us_, static_cast<int>(impls_.size()) - 1);
   }
+  phase("baselines");
 
   absl::StatusOr<std::optional<Failure>> f = CheckCorrectness(m);
+  phase("checks");
   if (!f.ok()) return f.status();
   if (*f) return fail(**f);
   f = TimeAll(m);
+  phase("timing");
   if (!f.ok()) return f.status();
   if (*f) return fail(**f);
   f = CheckGraphCapture(m);
+  phase("graph_check");
   if (!f.ok()) return f.status();
   if (*f) return fail(**f);
   m.set_verdict(v1::VERDICT_PASSED);
@@ -278,8 +291,8 @@ void ProblemSession::Fill(v1::Measurement& m) const {
     *m.add_baselines() = BaselineRecord(i);
   }
   if (screened_) {
-    for (const v1::Baseline& b : screened_->records) *m.add_baselines() = b;
-    for (const auto& [name, value] : screened_->profile) (*m.mutable_profile())[name] = value;
+    for (const v1::Baseline& b : screened_->records()) *m.add_baselines() = b;
+    for (const auto& [name, value] : screened_->profile()) (*m.mutable_profile())[name] = value;
   }
   if (!kernels_per_call_.empty()) {
     std::vector<int> k = kernels_per_call_;
@@ -325,21 +338,27 @@ v1::Baseline ProblemSession::BaselineRecord(size_t i) const {
 // time limit, the vendors' errors for the accuracy bound, the baselines'
 // profile entries and graph notes.
 void ProblemSession::CacheBaselines() {
-  CachedBaselines entry;
-  entry.reference_call_us = reference_call_us_;
-  entry.excess_err = baseline_excess_;
+  v1::ScreenedBaselines entry;
+  entry.mutable_shape()->set_m(shape_.m);
+  entry.mutable_shape()->set_n(shape_.n);
+  entry.mutable_shape()->set_k(shape_.k);
+  entry.set_layout(shape_.layout);
+  entry.set_figure(ctx_.plan.figure);
+  entry.set_reference_call_us(reference_call_us_);
+  entry.set_excess_err(baseline_excess_);
+  std::string note;
   for (size_t i = 1; i < impls_.size() && i < samples_.size(); ++i) {
-    entry.records.push_back(BaselineRecord(i));
-    entry.rel_err.push_back(i < baseline_rel_err_.size() ? baseline_rel_err_[i] : 0);
+    *entry.add_records() = BaselineRecord(i);
     const std::string suffix = "." + impls_[i]->name();
     for (const auto& [name, value] : extra_profile_) {
-      if (absl::EndsWith(name, suffix)) entry.profile[name] = value;
+      if (absl::EndsWith(name, suffix)) (*entry.mutable_profile())[name] = value;
     }
     if (i < graphs_.size() && !graphs_[i].why_not.empty()) {
-      absl::StrAppend(&entry.graph_note, entry.graph_note.empty() ? "" : "; ", graphs_[i].why_not);
+      absl::StrAppend(&note, note.empty() ? "" : "; ", graphs_[i].why_not);
     }
   }
-  ctx_.screened.Put(shape_.m, shape_.n, shape_.k, shape_.layout, std::move(entry));
+  entry.set_graph_note(note);
+  ctx_.screened.Put(std::move(entry), /*fresh=*/true);
 }
 
 }  // namespace anvil::runner

@@ -7,8 +7,8 @@
 //   session.cc - buffers, baselines, the order of the steps, the result
 // A screen (ctx.plan, protocol.h) takes the same steps with fewer figures and
 // rounds; the first screen of a problem in the process leaves the baselines'
-// records in ctx.screened, and the later ones copy them instead of setting up
-// or calling any baseline.
+// records in ctx.screened (and the host keeps them for its later processes),
+// and the later ones copy them instead of setting up or calling any baseline.
 // Reference results are computed only after the candidate's call has finished
 // and from pristine copies of the inputs, so a candidate never sees one for
 // inputs it is being asked about. Inputs are regenerated before every timed
@@ -230,9 +230,10 @@ class ProblemSession {
   cudaStream_t stream_ = nullptr;            // ctx.stream: handed to every call, and the runner's own
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   std::vector<std::unique_ptr<GemmImpl>> impls_;  // [0] candidate, then baselines
-  // A screen of a problem screened before in this process: its baselines'
-  // records (impls_ holds the candidate only); else null.
-  const CachedBaselines* screened_ = nullptr;
+  // A screen of a problem screened before in this process, or by an earlier
+  // process of the host: its baselines' records (impls_ holds the candidate
+  // only); else null.
+  const v1::ScreenedBaselines* screened_ = nullptr;
   double reference_call_us_ = 0;             // as sent in ProblemStart
   struct Samples {
     std::vector<double> device, cold, warm, call, graph_hot, graph_cold;

@@ -148,16 +148,21 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeRound(GemmImpl& impl,
     f = CheckTimedOutput(ctx_.plan.call ? "last call-time sample" : "last eager sample");
     if (!f.ok() || *f) return f;
   }
-  return GraphSamples(index, check);  // the replays check their own outputs
+  const double t0 = NowUs();
+  f = GraphSamples(index, check);  // the replays check their own outputs
+  extra_profile_["runner_s.timing.graphs"] += (NowUs() - t0) / 1e6;
+  return f;
 }
 
 absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& m) {
   graphs_.clear();
   graphs_.resize(impls_.size());
+  const double t0 = NowUs();
   for (auto& impl : impls_) {
     absl::StatusOr<std::optional<Failure>> f = Warmup(*impl);
     if (!f.ok() || *f) return f;
   }
+  extra_profile_["runner_s.timing.warmup"] = (NowUs() - t0) / 1e6;
   int threads = CountThreads();
   std::vector<size_t> order(impls_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -179,7 +184,10 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::TimeAll(v1::Measurement& 
   if (CountThreads() > threads) {
     return Failure{v1::VERDICT_CHEAT, "host_thread", "threads were started during timing"};
   }
-  return CheckNoSkippedWork(m);
+  const double t1 = NowUs();
+  absl::StatusOr<std::optional<Failure>> f = CheckNoSkippedWork(m);
+  extra_profile_["runner_s.timing.skipped_work"] = (NowUs() - t1) / 1e6;
+  return f;
 }
 
 // A batch of back-to-back calls on unchanged inputs, observed by CUPTI: every

@@ -1,8 +1,12 @@
 #include "server/proposers/embedded/embedded_proposer.h"
 
 #include <algorithm>
+#include <set>
+
+#include "absl/strings/str_format.h"
 
 #include "proto/figures.h"
+#include "server/proposers/embedded/idle_work.h"
 #include "server/proposers/embedded/search_state.h"
 #include "server/proposers/embedded/stages.h"
 
@@ -34,7 +38,40 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
   }
   std::vector<Proposal> out;
   while (handed_ < round_.size() && static_cast<int>(out.size()) < n) out.push_back(round_[handed_++]);
+  // The round is out and its answers are pending: measure what needs no
+  // build meanwhile (idle_work.h), one batch of it at a time.
+  if (out.empty() && unanswered_ > 0 && idle_.empty() && options_.search.idle_items > 0 &&
+      IdleWorkAllowed(*state_)) {
+    std::set<std::pair<std::string, int>> pending;
+    for (size_t i = 0; i < round_.size(); ++i) {
+      if (answered_[i]) continue;
+      for (int p : round_[i].problems) pending.insert({round_[i].candidate.id(), p});
+    }
+    idle_ = IdleWork(*state_, std::min<size_t>(n, options_.search.idle_items), 2, pending);
+    if (!idle_.empty()) {
+      state_->Progress(absl::StrFormat("[idle] %d built configurations on problems that have not "
+                                       "seen them, while the %s round is answered",
+                                       idle_.size(), state_->stage()));
+    }
+    out = idle_;
+  }
   return out;
+}
+
+bool EmbeddedProposer::TakeIdle(const Observation& o) {
+  auto it = std::find_if(idle_.begin(), idle_.end(), [&](const Proposal& p) {
+    return p.candidate.id() == o.proposal.candidate.id() && p.problems == o.proposal.problems &&
+           !o.proposal.recheck;
+  });
+  if (it == idle_.end()) return false;
+  idle_.erase(it);
+  Config* c = state_->ConfigOf(o.proposal.candidate.id());
+  for (size_t j = 0; j < o.measurements.size() && j < o.measured_on.size(); ++j) {
+    ++state_->result().measurements;
+    state_->Record(state_->problems()[o.measured_on[j]], c ? &c->candidate : nullptr, o.measurements[j],
+                   /*fresh=*/true);
+  }
+  return true;
 }
 
 void EmbeddedProposer::Observe(const SearchView& view, std::span<const Observation> results) {
@@ -43,7 +80,10 @@ void EmbeddedProposer::Observe(const SearchView& view, std::span<const Observati
   state_->See(view);
   for (const Observation& o : results) {
     const int i = Match(o);
-    if (i < 0) continue;  // of no proposal pending
+    if (i < 0) {
+      TakeIdle(o);  // idle work's, else of no proposal pending
+      continue;
+    }
     answered_[i] = true;
     --unanswered_;
     stages_[stage_]->Take(*state_, static_cast<size_t>(i), o);

@@ -4,8 +4,10 @@
 // interface, as a state machine on the caller's thread:
 //
 //   first Propose --> plan the first stage's first round
-//   Propose --------> hand out the current round (up to n at a time); none
-//                     while the round's answers are pending
+//   Propose --------> hand out the current round (up to n at a time); while
+//                     the round's answers are pending, idle work: built
+//                     configurations on problems that have not seen them
+//                     (idle_work.h), one batch at a time
 //   Observe --------> each answer to the stage (Stage::Take); the round's
 //                     last answer ends it (Stage::EndRound) and plans the
 //                     next round: the stage's next, else the next stage's
@@ -64,6 +66,8 @@ class EmbeddedProposer : public Proposer {
   void End(const absl::StatusOr<SearchResult>& result);
   // The unanswered proposal of the round that `o` answers, or -1.
   int Match(const Observation& o) const;
+  // Takes `o` into the state when it answers idle work (false: it does not).
+  bool TakeIdle(const Observation& o);
 
   EmbeddedProposerOptions options_;
   std::unique_ptr<SearchState> state_;  // from the first Propose
@@ -73,6 +77,7 @@ class EmbeddedProposer : public Proposer {
   std::vector<bool> answered_;          // [i]: round_[i] has been observed
   size_t handed_ = 0;                   // round_[0, handed_) handed out
   size_t unanswered_ = 0;
+  std::vector<Proposal> idle_;          // idle work handed out, unanswered (idle_work.h)
   bool ended_ = false;
   std::function<void(const std::string&)> note_;  // the current call's SearchView::note
   absl::Status status_;                 // once ended: how

@@ -186,6 +186,45 @@ TEST_F(EmbeddedProposerTest, PlansTheNextStageOnlyOnceTheRoundIsWhollyObserved) 
   }
 }
 
+// While a round's answers are pending, the GPU need not wait: a built
+// configuration is measured on a problem that has not seen it (idle work),
+// one batch at a time, and its answer counts as any stage's.
+TEST_F(EmbeddedProposerTest, MeasuresBuiltConfigurationsWhileARoundIsPending) {
+  ProblemView second = view_.problems[0];
+  second.spec = {MakeShape(2048, 4096, 1024), v1::LAYOUT_NT};
+  second.name = "2048x4096x1024 nt";
+  view_.problems.push_back(second);
+  std::unique_ptr<EmbeddedProposer> e = Make();
+  Answer(*e, Propose(*e));  // the probe, on the first problem
+  const std::vector<Proposal> seeds = Propose(*e);
+  ASSERT_EQ(seeds.size(), 2u);
+  ASSERT_EQ(seeds[0].problems, (std::vector<int>{0, 1}));
+  // The first configuration answered on the first problem only (the second
+  // problem's measurement skipped, as when its budget ran out).
+  Observation partial = Measured(seeds[0]);
+  partial.measured_on = {0};
+  partial.measurements.resize(1);
+  const std::vector<Observation> answers = {partial};
+  e->Observe(view_, answers);
+  const std::vector<Proposal> idle = Propose(*e);
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0].stage, "idle");
+  EXPECT_EQ(idle[0].candidate.id(), seeds[0].candidate.id());
+  EXPECT_EQ(idle[0].problems, std::vector<int>{1});
+  EXPECT_GT(idle[0].measure_by, 0);
+  EXPECT_TRUE(Said("[idle] 1 built configurations"));
+  EXPECT_TRUE(Propose(*e).empty()) << "one batch of idle work at a time";
+  Answer(*e, idle);
+  EXPECT_TRUE(Propose(*e).empty()) << "nothing built is left unmeasured";
+  Answer(*e, {seeds[1]});
+  const std::vector<Proposal> screen = Propose(*e);
+  ASSERT_FALSE(screen.empty());
+  for (const Proposal& p : screen) {
+    EXPECT_EQ(p.stage, "screen");
+    EXPECT_NE(p.candidate.id(), seeds[0].candidate.id()) << "idle work's answer was not taken";
+  }
+}
+
 TEST_F(EmbeddedProposerTest, IgnoresAnAnswerToNoPendingProposal) {
   std::unique_ptr<EmbeddedProposer> e = Make();
   const std::vector<Proposal> probe = Propose(*e);

@@ -53,6 +53,11 @@ struct SearchOptions {
   int verify_runs = 3;            // stage 4: a winner's re-measurements, each in its own
                                   // runner process; the median speedup is reported
   double evolve_share = 0.3;      // stage 3: the budget's share kept from stages 0-2
+  // While a round's answers are pending (the next round cannot be planned,
+  // let alone built), up to this many (built configuration, problem) pairs
+  // are measured meanwhile, the model's most promising first (idle_work.h;
+  // 0: none). About 10 s of screens: what a round's first builds take.
+  int idle_items = 48;
   int build_chunk = 64;           // builds per round (~2x parallel builds); the next round
                                   // builds while this one is measured
   double max_waste = 0.25;        // prune tiles wasting this much more than the tightest

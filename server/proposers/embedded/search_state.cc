@@ -85,6 +85,16 @@ Config* SearchState::ConfigOf(const std::string& id) {
   return made->candidate.id() == id ? made : nullptr;
 }
 
+std::vector<Config*> SearchState::BuiltConfigs(v1::Layout layout) {
+  std::vector<Config*> out;
+  for (auto& [id, c] : configs_) {
+    if (c.candidate.layout() == layout && !c.failed && c.build && c.build->verdict() == v1::VERDICT_PASSED) {
+      out.push_back(&c);
+    }
+  }
+  return out;
+}
+
 const SeedFamily* SearchState::FamilyOf(const v1::Candidate& c) const {
   for (const SeedFamily& f : seeds_) {
     if (f.name == c.family()) return &f;

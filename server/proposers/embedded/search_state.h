@@ -110,6 +110,9 @@ class SearchState {
   // such family, or the family's source has changed since).
   Config* ConfigOf(const std::string& id);
   const SeedFamily* FamilyOf(const v1::Candidate& c) const;
+  // The configurations of a layout built in this run (and not failed since),
+  // in candidate id order.
+  std::vector<Config*> BuiltConfigs(v1::Layout layout);
   // Every searchable family's default and suggested configurations, for
   // each layout of the problems (in the problems' order).
   std::vector<Config*> SeedConfigs();
