@@ -10,29 +10,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-double Log2Distance(double a, double b) {
-  return std::abs(std::log2(std::max(a, 1.0)) - std::log2(std::max(b, 1.0)));
-}
-
-double KnobDistance(const KnobParams& a, const KnobParams& b) {
-  double d = 0;
-  for (const auto& [k, va] : a) {
-    auto it = b.find(k);
-    if (it == b.end() || it->second == va) continue;
-    double x = 0, y = 0;
-    if (absl::SimpleAtod(va, &x) && absl::SimpleAtod(it->second, &y)) {
-      d += std::max(0.5, Log2Distance(x, y));
-    } else {
-      d += 1;
-    }
-  }
-  return d;
-}
-
-double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
-  return Log2Distance(a.m(), b.m()) + Log2Distance(a.n(), b.n()) + Log2Distance(a.k(), b.k());
-}
-
 }  // namespace
 
 int64_t DeviceModel::ClusterSlots(int64_t c) const {
@@ -222,26 +199,78 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   return e;
 }
 
-void CostModel::Observe(ModelPoint o) { observations_.push_back(std::move(o)); }
+void CostModel::Observe(ModelPoint o) {
+  ++observations_;
+  if (o.measured_us <= 0 || o.predicted_us <= 0) return;  // a failure: nothing to refine with
+  FamilyPoints& f = families_[o.family];
+  Point p;
+  for (const auto& [knob, value] : o.params) {
+    const int slot = f.slots.emplace(knob, static_cast<int>(f.slots.size())).first->second;
+    if (static_cast<size_t>(slot) >= f.values.size()) f.values.resize(slot + 1);
+    if (static_cast<size_t>(slot) >= p.ids.size()) {
+      p.ids.resize(slot + 1, -1);
+      p.log2s.resize(slot + 1, 0);
+      p.numeric.resize(slot + 1, false);
+    }
+    p.ids[slot] = f.values[slot].emplace(value, static_cast<int>(f.values[slot].size())).first->second;
+    double x = 0;
+    p.numeric[slot] = absl::SimpleAtod(value, &x);
+    p.log2s[slot] = p.numeric[slot] ? std::log2(std::max(x, 1.0)) : 0;
+  }
+  p.lm = std::log2(std::max<double>(o.shape.m(), 1.0));
+  p.ln = std::log2(std::max<double>(o.shape.n(), 1.0));
+  p.lk = std::log2(std::max<double>(o.shape.k(), 1.0));
+  p.log_ratio = std::log(o.measured_us / o.predicted_us);
+  f.points.push_back(std::move(p));
+}
 
+// The distance is KnobDistance(the configuration's knobs, the point's) plus
+// ShapeDistance(the shapes), summed in the same order as those two would
+// (the configuration's knobs by name), so the neighbours and their order are
+// theirs exactly.
 absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout layout,
                                             const KnobParams& params, const v1::Shape& shape,
                                             int k) const {
   absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device_);
   if (!e.ok()) return e;
+  const auto fam = families_.find(family.name);
+  if (fam == families_.end() || fam->second.points.empty()) return e;
+  const FamilyPoints& f = fam->second;
   // Shape knobs left out of the comparison: a configuration specialised to a
   // problem is the general one's kernel (ShapeDistance counts the problem).
   KnobParams full = WithDefaults(family, params);
-  for (const SeedKnob& k : family.knobs) {
-    if (!k.shape.empty()) full.erase(k.name);
+  for (const SeedKnob& knob : family.knobs) {
+    if (!knob.shape.empty()) full.erase(knob.name);
   }
+  struct Query {
+    int slot, id;
+    bool numeric;
+    double log2;
+  };
+  std::vector<Query> query;
+  for (const auto& [knob, value] : full) {
+    const auto slot = f.slots.find(knob);
+    if (slot == f.slots.end()) continue;  // no point has the knob: it adds nothing
+    const auto id = f.values[slot->second].find(value);
+    double x = 0;
+    const bool numeric = absl::SimpleAtod(value, &x);
+    query.push_back({slot->second, id == f.values[slot->second].end() ? -1 : id->second, numeric,
+                     numeric ? std::log2(std::max(x, 1.0)) : 0});
+  }
+  const double lm = std::log2(std::max<double>(shape.m(), 1.0));
+  const double ln = std::log2(std::max<double>(shape.n(), 1.0));
+  const double lk = std::log2(std::max<double>(shape.k(), 1.0));
   std::vector<std::pair<double, double>> near;  // (distance, log ratio)
-  for (const ModelPoint& o : observations_) {
-    if (o.family != family.name || o.measured_us <= 0 || o.predicted_us <= 0) continue;
-    double d = KnobDistance(full, o.params) + ShapeDistance(shape, o.shape);
-    near.emplace_back(d, std::log(o.measured_us / o.predicted_us));
+  near.reserve(f.points.size());
+  for (const Point& p : f.points) {
+    double d = 0;
+    for (const Query& q : query) {
+      if (static_cast<size_t>(q.slot) >= p.ids.size() || p.ids[q.slot] < 0 || p.ids[q.slot] == q.id) continue;
+      d += q.numeric && p.numeric[q.slot] ? std::max(0.5, std::abs(q.log2 - p.log2s[q.slot])) : 1;
+    }
+    d += std::abs(lm - p.lm) + std::abs(ln - p.ln) + std::abs(lk - p.lk);
+    near.emplace_back(d, p.log_ratio);
   }
-  if (near.empty()) return e;
   const size_t n = std::min<size_t>(k, near.size());
   std::partial_sort(near.begin(), near.begin() + n, near.end());
   double w_sum = 0, acc = 0;

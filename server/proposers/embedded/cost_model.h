@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,11 +84,28 @@ class CostModel {
                                    const KnobParams& params, const v1::Shape& shape,
                                    int k = 4) const;
   const DeviceModel& device() const { return device_; }
-  size_t observations() const { return observations_.size(); }
+  size_t observations() const { return observations_; }
 
  private:
+  // The observations that can refine, by family, with their knob values
+  // interned (a slot per knob name, an id per value) and their logarithms
+  // taken once: Refined compares a configuration with every one of them,
+  // thousands of times per round.
+  struct Point {
+    std::vector<int> ids;         // [slot]: the value's id, -1 absent
+    std::vector<double> log2s;    // [slot]: log2(max(value, 1)) when a number
+    std::vector<bool> numeric;    // [slot]: the value parses as a number
+    double lm = 0, ln = 0, lk = 0;  // log2(max(extent, 1)) of the shape
+    double log_ratio = 0;         // log(measured / predicted)
+  };
+  struct FamilyPoints {
+    std::map<std::string, int> slots;                 // knob name -> slot
+    std::vector<std::map<std::string, int>> values;   // [slot]: value -> id
+    std::vector<Point> points;                        // in the order observed
+  };
   DeviceModel device_;
-  std::vector<ModelPoint> observations_;
+  size_t observations_ = 0;
+  std::map<std::string, FamilyPoints> families_;
 };
 
 }  // namespace anvil
