@@ -1,6 +1,8 @@
 #include "server/proposers/embedded/config_round.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,20 +11,41 @@
 namespace anvil {
 namespace {
 
-// The plan's configurations with problems that have not seen them, most
-// such problems first, then by candidate id (deterministic).
+// The plan's configurations with problems that have not seen them, in the
+// order that reaches every problem soonest (each problem's first measurement
+// waits for the first configuration built for it): greedily, each next the
+// one reaching the most problems no earlier one reaches, then the one
+// reaching the most problems in all, then by candidate id (deterministic).
 std::vector<Config*> Todo(const ConfigPlan& plan) {
-  std::vector<std::pair<size_t, Config*>> todo;
+  struct Entry {
+    Config* config;
+    std::vector<const ProblemState*> unseen;
+  };
+  std::vector<Entry> left;
   for (const auto& [c, ps] : plan) {
-    size_t n = 0;
-    for (ProblemState* p : ps) n += !p->measured.count(c->candidate.id());
-    if (n > 0 && !c->failed) todo.emplace_back(n, c);
+    Entry e{c, {}};
+    for (ProblemState* p : ps) {
+      if (!p->measured.count(c->candidate.id())) e.unseen.push_back(p);
+    }
+    if (!e.unseen.empty() && !c->failed) left.push_back(std::move(e));
   }
-  std::sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second->candidate.id() < b.second->candidate.id();
-  });
   std::vector<Config*> out;
-  for (const auto& [n, c] : todo) out.push_back(c);
+  std::set<const ProblemState*> reached;
+  while (!left.empty()) {
+    auto key = [&](const Entry& e) {
+      size_t fresh = 0;
+      for (const ProblemState* p : e.unseen) fresh += !reached.count(p);
+      return std::make_tuple(fresh, e.unseen.size());
+    };
+    auto best = left.begin();
+    for (auto it = std::next(left.begin()); it != left.end(); ++it) {
+      const auto a = key(*it), b = key(*best);
+      if (a > b || (a == b && it->config->candidate.id() < best->config->candidate.id())) best = it;
+    }
+    reached.insert(best->unseen.begin(), best->unseen.end());
+    out.push_back(best->config);
+    left.erase(best);
+  }
   return out;
 }
 
