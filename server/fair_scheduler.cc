@@ -48,12 +48,14 @@ int FairScheduler::ServedKey(const Pending& pending, const std::vector<ProblemVi
 }
 
 // The pending proposal of `proposer` serving the least-served problem
-// (ties: the order proposed), taken out of the pool.
+// (ties: the order proposed), of those `only` takes (empty: all), taken out
+// of the pool.
 std::optional<FairScheduler::Pending> FairScheduler::TakeNext(int proposer,
-                                                              const std::vector<ProblemView>& problems) {
+                                                              const std::vector<ProblemView>& problems,
+                                                              const std::function<bool(const Proposal&)>& only) {
   auto best = pool_.end();
   for (auto it = pool_.begin(); it != pool_.end(); ++it) {
-    if (it->proposer != proposer) continue;
+    if (it->proposer != proposer || (only && !only(it->proposal))) continue;
     if (best == pool_.end() || ServedKey(*it, problems) < ServedKey(*best, problems)) best = it;
   }
   if (best == pool_.end()) return std::nullopt;
@@ -64,20 +66,30 @@ std::optional<FairScheduler::Pending> FairScheduler::TakeNext(int proposer,
 }
 
 std::vector<FairScheduler::Pending> FairScheduler::PickRound(size_t n, const std::vector<ProblemView>& problems,
-                                                             const std::vector<ProposerUsage>& spent) {
+                                                             const std::vector<ProposerUsage>& spent,
+                                                             const std::function<bool(const Proposal&)>& built,
+                                                             size_t built_extra) {
   std::vector<ProposerUsage> usage = spent;  // this round's planned measurements counted
   std::vector<Pending> out;
   round_load_.assign(problems.size(), 0);  // what this round gives each problem so far
-  while (out.size() < n) {
+  size_t counted = 0, extra = 0;  // proposals counted against n; built ones beside them
+  const size_t extra_cap = built ? built_extra : 0;
+  while (counted < n || extra < extra_cap) {
     std::vector<bool> empty(names_.size());
     for (size_t i = 0; i < names_.size(); ++i) empty[i] = pending_count_[i] == 0;
     const int i = policy_->Next(names_, usage, empty);
     if (i < 0 || i >= static_cast<int>(names_.size()) || empty[i]) break;
-    std::optional<Pending> p = TakeNext(i, problems);
+    // Once n are counted, only built ones ride along.
+    std::optional<Pending> p = TakeNext(i, problems, counted < n ? nullptr : built);
     if (!p) break;
     usage[i].gpu_seconds += static_cast<double>(p->proposal.problems.size());
     for (int q : p->proposal.problems) {
       if (q >= 0 && q < static_cast<int>(round_load_.size())) ++round_load_[q];
+    }
+    if (extra < extra_cap && built(p->proposal)) {
+      ++extra;
+    } else {
+      ++counted;
     }
     out.push_back(std::move(*p));
   }

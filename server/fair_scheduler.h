@@ -43,9 +43,14 @@ class FairScheduler {
   // (outside the final phase).
   absl::Status Refill(const ProposeFn& propose, std::vector<ProposerUsage>& usage, bool final_phase);
   // Up to n pending proposals for the next round (see the file comment);
-  // `usage` is what each proposer has spent so far.
+  // `usage` is what each proposer has spent so far. With `built` (true for a
+  // proposal whose candidate needs no build), those do not count against n,
+  // up to `built_extra` of them: a round's builds stay n while what is built
+  // already is measured meanwhile.
   std::vector<Pending> PickRound(size_t n, const std::vector<ProblemView>& problems,
-                                 const std::vector<ProposerUsage>& usage);
+                                 const std::vector<ProposerUsage>& usage,
+                                 const std::function<bool(const Proposal&)>& built = nullptr,
+                                 size_t built_extra = 0);
   // The pending proposals other than re-checks, taken out of the pool.
   std::vector<Pending> TakeAllButRechecks();
   // The final phase starts: every proposer may propose (re-checks) again.
@@ -60,7 +65,8 @@ class FairScheduler {
 
  private:
   int ServedKey(const Pending& pending, const std::vector<ProblemView>& problems) const;
-  std::optional<Pending> TakeNext(int proposer, const std::vector<ProblemView>& problems);
+  std::optional<Pending> TakeNext(int proposer, const std::vector<ProblemView>& problems,
+                                  const std::function<bool(const Proposal&)>& only = nullptr);
 
   const std::vector<std::string> names_;
   SharePolicy* const policy_;

@@ -45,7 +45,11 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
   if (absl::Status st = scheduler_.Refill(propose, usage_, final_phase_); !st.ok()) return st;
   const bool probe = !ledger_.keyed();
   const size_t n = probe ? 1 : static_cast<size_t>(std::max(1, options_.build_chunk));
-  std::vector<Pending> picked = scheduler_.PickRound(n, ledger_.views(), usage_);
+  // What is built already (idle work, a candidate on more problems) rides
+  // along beside the round's n builds, a call's worth at most.
+  const auto built = [this](const Proposal& p) { return built_.count(p.candidate.id()) > 0; };
+  std::vector<Pending> picked = scheduler_.PickRound(
+      n, ledger_.views(), usage_, built, probe ? 0 : static_cast<size_t>(std::max(0, options_.measure_batch)));
   if (picked.empty()) return std::optional<Round>();
   Round r;
   for (Pending& p : picked) r.obs.push_back(Precheck(p, probe));

@@ -36,24 +36,27 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
     if (!status_.ok()) return status_;
     return std::vector<Proposal>();
   }
+  const bool fresh = handed_ == 0 && !round_.empty();
   std::vector<Proposal> out;
   while (handed_ < round_.size() && static_cast<int>(out.size()) < n) out.push_back(round_[handed_++]);
-  // The round is out and its answers are pending: measure what needs no
-  // build meanwhile (idle_work.h), one batch of it at a time.
-  if (out.empty() && unanswered_ > 0 && idle_.empty() && options_.search.idle_items > 0 &&
-      IdleWorkAllowed(*state_)) {
+  // Measure what needs no build (idle_work.h), one batch of it at a time:
+  // while a round's answers are pending, and beside a new round's first
+  // proposals, ahead of them, while its builds are under way.
+  const size_t room = static_cast<size_t>(std::max(0, n - static_cast<int>(out.size())));
+  if ((fresh || (out.empty() && unanswered_ > 0)) && room > 0 && idle_.empty() &&
+      options_.search.idle_items > 0 && IdleWorkAllowed(*state_)) {
     std::set<std::pair<std::string, int>> pending;
     for (size_t i = 0; i < round_.size(); ++i) {
       if (answered_[i]) continue;
       for (int p : round_[i].problems) pending.insert({round_[i].candidate.id(), p});
     }
-    idle_ = IdleWork(*state_, std::min<size_t>(n, options_.search.idle_items), 2, pending);
+    idle_ = IdleWork(*state_, std::min<size_t>(room, options_.search.idle_items), 2, pending);
     if (!idle_.empty()) {
       state_->Progress(absl::StrFormat("[idle] %d built configurations on problems that have not "
-                                       "seen them, while the %s round is answered",
-                                       idle_.size(), state_->stage()));
+                                       "seen them, while the %s round %s",
+                                       idle_.size(), state_->stage(), fresh ? "builds" : "is answered"));
     }
-    out = idle_;
+    out.insert(out.begin(), idle_.begin(), idle_.end());
   }
   return out;
 }

@@ -4,10 +4,11 @@
 // interface, as a state machine on the caller's thread:
 //
 //   first Propose --> plan the first stage's first round
-//   Propose --------> hand out the current round (up to n at a time); while
-//                     the round's answers are pending, idle work: built
-//                     configurations on problems that have not seen them
-//                     (idle_work.h), one batch at a time
+//   Propose --------> hand out the current round (up to n at a time); with
+//                     a new round's first proposals and while a round's
+//                     answers are pending, idle work: built configurations
+//                     on problems that have not seen them (idle_work.h), one
+//                     batch at a time
 //   Observe --------> each answer to the stage (Stage::Take); the round's
 //                     last answer ends it (Stage::EndRound) and plans the
 //                     next round: the stage's next, else the next stage's

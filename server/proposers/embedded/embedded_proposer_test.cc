@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,8 +49,9 @@ class EmbeddedProposerTest : public ::testing::Test {
     view_.history = &history_;
   }
 
-  std::unique_ptr<EmbeddedProposer> Make() {
+  std::unique_ptr<EmbeddedProposer> Make(SearchOptions search = {}) {
     EmbeddedProposerOptions o;
+    o.search = search;
     o.seeds = {TiledTestFamily()};
     o.progress = [this](const std::string& line) { lines_.push_back(line); };
     o.on_done = [this](const absl::StatusOr<SearchResult>& r) {
@@ -125,6 +127,28 @@ class EmbeddedProposerTest : public ::testing::Test {
     return stages;
   }
 
+  // A second problem, the probe and the seeds round, whose first
+  // configuration is answered on the first problem only (the second's
+  // measurement skipped, as when its budget ran out): built, and unmeasured
+  // on the second problem. The seeds round.
+  std::vector<Proposal> SeedsWithABuiltPairLeft(EmbeddedProposer& e) {
+    ProblemView second = view_.problems[0];
+    second.spec = {MakeShape(2048, 4096, 1024), v1::LAYOUT_NT};
+    second.name = "2048x4096x1024 nt";
+    view_.problems.push_back(second);
+    Answer(e, Propose(e));  // the probe, on the first problem
+    const std::vector<Proposal> seeds = Propose(e);
+    EXPECT_EQ(seeds.size(), 2u);
+    if (seeds.empty()) return seeds;
+    EXPECT_EQ(seeds[0].problems, (std::vector<int>{0, 1}));
+    Observation partial = Measured(seeds[0]);
+    partial.measured_on = {0};
+    partial.measurements.resize(1);
+    const std::vector<Observation> answers = {partial};
+    e.Observe(view_, answers);
+    return seeds;
+  }
+
   bool Said(const std::string& text) const {
     for (const std::string& l : lines_) {
       if (absl::StrContains(l, text)) return true;
@@ -190,22 +214,9 @@ TEST_F(EmbeddedProposerTest, PlansTheNextStageOnlyOnceTheRoundIsWhollyObserved) 
 // configuration is measured on a problem that has not seen it (idle work),
 // one batch at a time, and its answer counts as any stage's.
 TEST_F(EmbeddedProposerTest, MeasuresBuiltConfigurationsWhileARoundIsPending) {
-  ProblemView second = view_.problems[0];
-  second.spec = {MakeShape(2048, 4096, 1024), v1::LAYOUT_NT};
-  second.name = "2048x4096x1024 nt";
-  view_.problems.push_back(second);
   std::unique_ptr<EmbeddedProposer> e = Make();
-  Answer(*e, Propose(*e));  // the probe, on the first problem
-  const std::vector<Proposal> seeds = Propose(*e);
+  const std::vector<Proposal> seeds = SeedsWithABuiltPairLeft(*e);
   ASSERT_EQ(seeds.size(), 2u);
-  ASSERT_EQ(seeds[0].problems, (std::vector<int>{0, 1}));
-  // The first configuration answered on the first problem only (the second
-  // problem's measurement skipped, as when its budget ran out).
-  Observation partial = Measured(seeds[0]);
-  partial.measured_on = {0};
-  partial.measurements.resize(1);
-  const std::vector<Observation> answers = {partial};
-  e->Observe(view_, answers);
   const std::vector<Proposal> idle = Propose(*e);
   ASSERT_EQ(idle.size(), 1u);
   EXPECT_EQ(idle[0].stage, "idle");
@@ -223,6 +234,32 @@ TEST_F(EmbeddedProposerTest, MeasuresBuiltConfigurationsWhileARoundIsPending) {
     EXPECT_EQ(p.stage, "screen");
     EXPECT_NE(p.candidate.id(), seeds[0].candidate.id()) << "idle work's answer was not taken";
   }
+}
+
+// A new round's first proposals come with idle work ahead of them: what is
+// built is measured while the round builds.
+TEST_F(EmbeddedProposerTest, ANewRoundComesWithIdleWorkAheadOfIt) {
+  SearchOptions search;
+  search.screen_per_problem = 1;  // a screen round that leaves built pairs unproposed
+  std::unique_ptr<EmbeddedProposer> e = Make(search);
+  const std::vector<Proposal> seeds = SeedsWithABuiltPairLeft(*e);
+  ASSERT_EQ(seeds.size(), 2u);
+  const std::vector<Proposal> idle = Propose(*e);
+  ASSERT_EQ(idle.size(), 1u);
+  Observation skipped;  // the idle work skipped: the pair is still unmeasured
+  skipped.proposal = idle[0];
+  skipped.reason = "the job's budget is spent";
+  const std::vector<Observation> none = {skipped};
+  e->Observe(view_, none);
+  Answer(*e, {seeds[1]});  // the seeds round ends; the screen round is new
+  const std::vector<Proposal> next = Propose(*e);
+  ASSERT_FALSE(next.empty());
+  ASSERT_GE(next.size(), 2u);
+  EXPECT_EQ(next[0].stage, "idle") << "idle work comes ahead of the round";
+  EXPECT_EQ(next[0].candidate.id(), seeds[0].candidate.id());
+  EXPECT_EQ(next[0].problems, std::vector<int>{1});
+  for (size_t i = 1; i < next.size(); ++i) EXPECT_EQ(next[i].stage, "screen");
+  EXPECT_TRUE(Said("while the screen round builds"));
 }
 
 TEST_F(EmbeddedProposerTest, IgnoresAnAnswerToNoPendingProposal) {
