@@ -39,7 +39,11 @@ struct SearchOptions {
   int screen_per_problem = 6;     // stage 1: model-ranked configurations per problem
   int widen_per_problem = 2;      // stage 2: leaders per problem sent to other problems
   int evolve_per_problem = 4;     // stage 3: moves measured per problem per generation
-  int generations = 6;            // stage 3: at most this many generations
+  // Stage 3: at most this many generations; the patience below or the
+  // budget ends it first (a cap of 6 ended a 15-minute job's search after
+  // 12.4 minutes on an H100 while it still improved:
+  // bench/results/2026-11-28-search-throughput-h100.md).
+  int generations = 100;
   int evolve_patience = 2;        // stage 3: stops after this many generations in a row improve
                                   // no problem's best by 0.5% (each goes further down the
                                   // model's ranking of the leaders' neighbours)
