@@ -194,6 +194,13 @@ TEST_F(FleetJobsTest, AWorkerRegistersAgainWithAServerThatForgotIt) {
   ASSERT_TRUE(StartServer());
   WorkerProcess& w = AddWorker("gpu-a");
   ASSERT_TRUE(WaitForRows("SELECT count(*) FROM workers", 30));
+  // The worker has its answer too: on a loaded machine its registration can
+  // reach the store and lose the reply, and its retry would then register
+  // with the new server afresh, with nothing to register again for.
+  for (int i = 0; i < 300 && w.log().find("registered as") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(w.log().find("registered as"), std::string::npos) << w.log();
   server_->Kill(SIGKILL);
   server_->Wait(std::chrono::seconds(10));
   std::filesystem::remove(db_);
