@@ -1,7 +1,6 @@
 #include "worker/runner_host.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -33,10 +32,6 @@ v1::Measurement FailedMeasurement(const v1::Candidate& c, const v1::Shape& shape
   m.set_detail(std::move(detail));
   return m;
 }
-
-// The runner's accuracy bound when the protocol names none (its
-// FillDefaults, worker/runner/protocol.cc, which the host does not link).
-constexpr double kDefaultRelErrThreshold = 3e-4;
 
 bool SameShape(const v1::Shape& a, const v1::Shape& b) {
   return a.m() == b.m() && a.n() == b.n() && a.k() == b.k();
@@ -126,27 +121,14 @@ size_t RunnerHost::screened_size() const {
   return screened_.size();
 }
 
-// Keeps what runners sent of the baselines they timed. The runner is trusted
-// code but shares its process with candidates, so an entry is kept only
-// when it is sane: the baselines' figure positive, and the vendors' error
-// low enough that it does not move the accuracy bound (the runner's bound is
-// max(threshold, 1.25 x the vendors' error)), so no kept record can loosen a
-// later screen's check; a problem whose vendors err more has its baselines
-// timed in every process instead.
+// Keeps what runners sent of the baselines they timed, the newest per
+// problem and figure. Whether one may stand in for timing them is the
+// receiving runner's decision (BaselineCache::Usable: the accuracy bound is
+// its protocol's), so a record can never loosen a later check.
 void RunnerHost::KeepScreened(std::vector<v1::ScreenedBaselines> got) {
-  const double bound = options_.protocol.rel_err_threshold() > 0 ? options_.protocol.rel_err_threshold()
-                                                                 : kDefaultRelErrThreshold;
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   for (v1::ScreenedBaselines& b : got) {
-    const bool sane = b.records_size() > 0 && std::isfinite(b.excess_err()) && b.excess_err() >= 0 &&
-                      1.25 * b.excess_err() <= bound && std::isfinite(b.reference_call_us()) &&
-                      b.reference_call_us() > 0 &&
-                      std::all_of(b.records().begin(), b.records().end(), [&](const v1::Baseline& r) {
-                        const double us = FigureUs(r.timings(), b.figure());
-                        return std::isfinite(us) && us > 0;
-                      });
-    if (!sane) continue;
     std::erase_if(screened_, [&](const Screened& s) {
       return now - s.at > kScreenedMaxAge ||
              (SameShape(s.baselines.shape(), b.shape()) && s.baselines.layout() == b.layout() &&

@@ -1,8 +1,23 @@
 #include "worker/runner/baseline_cache.h"
 
+#include <cmath>
 #include <utility>
 
+#include "proto/figures.h"
+#include "worker/runner/protocol.h"
+
 namespace anvil::runner {
+
+bool BaselineCache::Usable(const v1::ScreenedBaselines& e, const v1::RunnerProtocol& p,
+                           const std::string& figure) {
+  if (e.figure() != figure || e.records().empty()) return false;
+  for (const v1::Baseline& r : e.records()) {
+    const double us = FigureUs(r.timings(), figure);
+    if (!std::isfinite(us) || us <= 0) return false;
+  }
+  return std::isfinite(e.reference_call_us()) && e.reference_call_us() > 0 && std::isfinite(e.excess_err()) &&
+         e.excess_err() >= 0 && AccuracyBound(p, e.excess_err()) <= p.rel_err_threshold();
+}
 
 BaselineCache::Key BaselineCache::KeyOf(const v1::ScreenedBaselines& e) {
   return Key{int(e.shape().m()), int(e.shape().n()), int(e.shape().k()), static_cast<int>(e.layout())};

@@ -15,6 +15,7 @@
 #define ANVIL_WORKER_RUNNER_BASELINE_CACHE_H_
 
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -24,6 +25,13 @@ namespace anvil::runner {
 
 class BaselineCache {
  public:
+  // Whether an entry the host sent may stand in for timing the baselines in
+  // this process (protocol `p`, defaults filled in): of the screen's
+  // figure, every record with that figure, a positive reference call, and a
+  // vendors' error that leaves the accuracy bound at the protocol's
+  // threshold, so that no entry from another process can loosen a check.
+  static bool Usable(const v1::ScreenedBaselines& e, const v1::RunnerProtocol& p,
+                     const std::string& figure);
   // The entry for the problem, nullptr when none was stored. The pointer
   // stays valid until the next Put.
   const v1::ScreenedBaselines* Find(int m, int n, int k, v1::Layout layout) const;

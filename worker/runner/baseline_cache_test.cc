@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/runner/protocol.h"
+
 namespace anvil::runner {
 namespace {
 
@@ -58,6 +60,36 @@ TEST(BaselineCache, TakeFreshReturnsOnlyWhatThisProcessMeasuredOnce) {
   EXPECT_EQ(fresh[0].shape().m(), 16);
   EXPECT_TRUE(cache.TakeFresh().empty());
   EXPECT_NE(cache.Find(8, 4096, 4096, v1::LAYOUT_NT), nullptr);
+}
+
+// An entry from another process stands in for timing the baselines only
+// when it cannot change what this process measures or how it judges: of the
+// screen's figure, with that figure on every record and a reference call, and
+// with a vendors' error that leaves the accuracy bound at the threshold.
+TEST(BaselineCache, AnEntryFromAnotherProcessIsUsableOnlyWhenItCannotLoosenACheck) {
+  v1::RunnerProtocol p;
+  FillDefaults(p);
+  const v1::ScreenedBaselines good = Entry(8, 4096, 4096, v1::LAYOUT_NT, 9.0);
+  EXPECT_TRUE(BaselineCache::Usable(good, p, "graph-cold"));
+  EXPECT_FALSE(BaselineCache::Usable(good, p, "device")) << "another figure";
+
+  v1::ScreenedBaselines e = good;
+  e.set_excess_err(p.rel_err_threshold());  // 1.25x of it would widen the bound
+  EXPECT_FALSE(BaselineCache::Usable(e, p, "graph-cold"));
+  e.set_excess_err(0.8 * p.rel_err_threshold());  // exactly at the bound: no wider
+  EXPECT_TRUE(BaselineCache::Usable(e, p, "graph-cold"));
+  e.set_excess_err(-1);
+  EXPECT_FALSE(BaselineCache::Usable(e, p, "graph-cold"));
+
+  e = good;
+  e.mutable_records(0)->mutable_timings()->clear_graph_cold();
+  EXPECT_FALSE(BaselineCache::Usable(e, p, "graph-cold")) << "a record without the figure";
+  e = good;
+  e.clear_records();
+  EXPECT_FALSE(BaselineCache::Usable(e, p, "graph-cold")) << "no records";
+  e = good;
+  e.set_reference_call_us(0);
+  EXPECT_FALSE(BaselineCache::Usable(e, p, "graph-cold")) << "no reference call";
 }
 
 }  // namespace

@@ -244,13 +244,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::CheckOnce(Inputs kind, bo
   return f;
 }
 
-// The protocol's bound, widened to 1.25x the worst vendor result on this
-// problem: a candidate is never held to more than cuBLAS delivers (some of its
-// split-K kernels exceed 3e-4 on short outputs). fp16 accumulation is caught
-// exactly by the large-sums probe whatever this bound is.
-double ProblemSession::ExcessThreshold() const {
-  return std::max(ctx_.protocol.rel_err_threshold(), 1.25 * baseline_excess_);
-}
+double ProblemSession::ExcessThreshold() const { return AccuracyBound(ctx_.protocol, baseline_excess_); }
 
 absl::StatusOr<std::optional<Failure>> ProblemSession::CheckCorrectness(v1::Measurement& m) {
   samples_.assign(impls_.size(), {});

@@ -61,6 +61,10 @@ absl::Status CheckProtocol(const v1::RunnerProtocol& p) {
   return absl::OkStatus();
 }
 
+double AccuracyBound(const v1::RunnerProtocol& p, double vendor_excess) {
+  return std::max(p.rel_err_threshold(), 1.25 * vendor_excess);
+}
+
 MeasurePlan PlanFor(const v1::RunnerProtocol& p) {
   MeasurePlan plan;
   plan.rounds = p.rounds();

@@ -58,6 +58,13 @@ struct MeasurePlan {
 // REQUIRES: p's defaults filled and CheckProtocol(p) OK.
 MeasurePlan PlanFor(const v1::RunnerProtocol& p);
 
+// A problem's accuracy bound on the error beyond rounding: the protocol's
+// threshold, widened to 1.25x the vendors' worst error on the problem
+// (`vendor_excess`): a candidate is never held to more than cuBLAS delivers
+// (some of its split-K kernels exceed 3e-4 on short outputs). fp16
+// accumulation is caught exactly by the large-sums probe whatever this is.
+double AccuracyBound(const v1::RunnerProtocol& p, double vendor_excess);
+
 // Calls of one implementation a problem makes at most after its
 // ProblemStart under `plan`: warm-up, the eager timing rounds, the graph
 // replays (each replay of a sample runs twice, in each regime timed, plus one

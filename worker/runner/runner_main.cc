@@ -308,9 +308,11 @@ int Main() {
   ctx.monitor = monitor->get();
   ctx.protocol = req.protocol();
   ctx.plan = PlanFor(ctx.protocol);
-  // The host's baselines from earlier processes, for a screen of their figure.
+  // The host's baselines from earlier processes, those fit to stand in here.
   for (const v1::ScreenedBaselines& b : req.screened()) {
-    if (ctx.plan.screen && b.figure() == ctx.plan.figure) ctx.screened.Put(b, /*fresh=*/false);
+    if (ctx.plan.screen && BaselineCache::Usable(b, ctx.protocol, ctx.plan.figure)) {
+      ctx.screened.Put(b, /*fresh=*/false);
+    }
   }
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
