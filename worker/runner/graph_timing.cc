@@ -19,7 +19,10 @@
 // A watched replay also records where its time per call went (replay_trace.h);
 // with protocol.graph_trace every implementation's first replay per regime is
 // watched for that. A screen of a graph figure captures, audits and replays
-// its regime only; a screen of another figure, none.
+// its regime only; a screen of another figure, none. A screen's candidate
+// stops once its replays are long enough together (ScreenHasEnoughReplays),
+// its later rounds taking no replay of the regime (every round that takes
+// one still checks its first).
 #include <algorithm>
 #include <cmath>
 
@@ -284,6 +287,7 @@ absl::StatusOr<std::optional<Failure>> ProblemSession::GraphSamples(size_t index
     }
     std::vector<double>& out = cold ? samples_[index].graph_cold : samples_[index].graph_hot;
     for (int s = 0; s < ctx_.protocol.graph_samples(); ++s) {
+      if (index == 0 && ScreenHasEnoughReplays(ctx_.protocol, ctx_.plan, out, g->calls)) break;
       const int check_set = static_cast<int>(next_seed_ % cold_.sets);
       double us = 0;
       absl::StatusOr<std::optional<Failure>> f = Replay(*impls_[index], *g, cold, check_set, &us);

@@ -51,6 +51,11 @@ void FillDefaults(v1::RunnerProtocol& p) {
   // full before it counts.
   if (p.screen_figure().empty()) p.set_screen_figure(std::string(kDefaultFigure));
   def([&] { return p.screen_rounds(); }, [&](int v) { p.set_screen_rounds(v); }, 3);
+  // Long replays vary little: on the H100 a screen's three rounds of a
+  // kernel of 1 ms or more (4 calls a replay) took two thirds of its graph
+  // time for samples that moved its median by well under 1%; 10 ms of
+  // replays (at least graph_samples of them) ranks it.
+  def([&] { return p.screen_replay_us(); }, [&](double v) { p.set_screen_replay_us(v); }, 10000.0);
 }
 
 absl::Status CheckProtocol(const v1::RunnerProtocol& p) {
@@ -85,6 +90,16 @@ MeasurePlan PlanFor(const v1::RunnerProtocol& p) {
   plan.lt_figure = plan.graph_hot || plan.graph_cold ? f : "device";
   if (f != "device") plan.device_samples = std::min(plan.device_samples, 2);
   return plan;
+}
+
+bool ScreenHasEnoughReplays(const v1::RunnerProtocol& p, const MeasurePlan& plan,
+                             const std::vector<double>& per_call_us, int calls) {
+  if (!plan.screen || static_cast<int>(per_call_us.size()) < std::max(1, p.graph_samples())) {
+    return false;
+  }
+  double replay_us = 0;
+  for (double us : per_call_us) replay_us += us * calls;
+  return replay_us >= p.screen_replay_us();
 }
 
 int64_t PlannedCallsPerImplementation(const v1::RunnerProtocol& p, const MeasurePlan& plan,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "anvil/v1/runner.pb.h"
@@ -64,6 +65,14 @@ MeasurePlan PlanFor(const v1::RunnerProtocol& p);
 // (some of its split-K kernels exceed 3e-4 on short outputs). fp16
 // accumulation is caught exactly by the large-sums probe whatever this is.
 double AccuracyBound(const v1::RunnerProtocol& p, double vendor_excess);
+
+// Whether a screen's candidate has taken graph samples enough in a regime:
+// at least graph_samples of them, their replays (`per_call_us` each times
+// `calls`) lasting screen_replay_us together. Never in a full measurement,
+// never for the baselines (the session asks for the candidate only: the
+// baselines' figures stand for the whole job).
+bool ScreenHasEnoughReplays(const v1::RunnerProtocol& p, const MeasurePlan& plan,
+                            const std::vector<double>& per_call_us, int calls);
 
 // Calls of one implementation a problem makes at most after its
 // ProblemStart under `plan`: warm-up, the eager timing rounds, the graph

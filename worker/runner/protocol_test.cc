@@ -36,6 +36,25 @@ TEST(FillDefaults, AScreenRanksByGraphColdInThreeRounds) {
   EXPECT_EQ(given.screen_rounds(), 2);
 }
 
+TEST(ScreenHasEnoughReplays, AScreensCandidateStopsOnceItsReplaysAreLongTogether) {
+  const v1::RunnerProtocol screen = Defaults(v1::FIDELITY_SCREEN);
+  const MeasurePlan plan = PlanFor(screen);
+  EXPECT_EQ(screen.screen_replay_us(), 10000.0);
+  // 1.2 ms calls, 4 a replay: three replays of 4.8 ms are enough...
+  EXPECT_FALSE(ScreenHasEnoughReplays(screen, plan, {}, 4));
+  EXPECT_FALSE(ScreenHasEnoughReplays(screen, plan, {1200, 1200}, 4));
+  EXPECT_TRUE(ScreenHasEnoughReplays(screen, plan, {1200, 1200, 1200}, 4));
+  // ...three of a replay sized to 1 ms are not, six are not, nine are not:
+  // a short kernel takes every round.
+  EXPECT_FALSE(ScreenHasEnoughReplays(screen, plan, std::vector<double>(9, 20.0), 50));
+  // 0.8 ms calls: three replays of 3.2 ms are short of 10 ms, six are not.
+  EXPECT_FALSE(ScreenHasEnoughReplays(screen, plan, std::vector<double>(3, 800.0), 4));
+  EXPECT_TRUE(ScreenHasEnoughReplays(screen, plan, std::vector<double>(6, 800.0), 4));
+  // A full measurement takes every sample of every round.
+  const v1::RunnerProtocol full = Defaults(v1::FIDELITY_FULL);
+  EXPECT_FALSE(ScreenHasEnoughReplays(full, PlanFor(full), std::vector<double>(9, 5000.0), 4));
+}
+
 TEST(CheckProtocol, AScreenNeedsAKnownFigure) {
   EXPECT_TRUE(CheckProtocol(Defaults(v1::FIDELITY_SCREEN, "warm")).ok());
   EXPECT_FALSE(CheckProtocol(Defaults(v1::FIDELITY_SCREEN, "graph_cold")).ok());
