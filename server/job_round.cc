@@ -32,7 +32,8 @@ std::string CublasVersion(const v1::RunnerInfo& info) {
 
 // Picks a round, prechecks it, and starts building what it has not built in
 // this run (on another thread: the evaluator may build while it measures).
-// Before the GPU is known, a round is one proposal on one problem (the probe).
+// Before the GPU is known, a round is the probe: a proposal of each layout at
+// most (kProbeProposals), each on one problem.
 absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
   const auto propose = [this](int i, int n) -> absl::StatusOr<std::vector<Proposal>> {
     const auto asked_at = std::chrono::steady_clock::now();
@@ -44,7 +45,7 @@ absl::StatusOr<std::optional<JobRun::Round>> JobRun::PrepareRound() {
   };
   if (absl::Status st = scheduler_.Refill(propose, usage_, final_phase_); !st.ok()) return st;
   const bool probe = !ledger_.keyed();
-  const size_t n = probe ? 1 : static_cast<size_t>(std::max(1, options_.build_chunk));
+  const size_t n = probe ? kProbeProposals : static_cast<size_t>(std::max(1, options_.build_chunk));
   // What is built already (idle work, a candidate on more problems) rides
   // along beside the round's n builds, a call's worth at most.
   const auto built = [this](const Proposal& p) { return built_.count(p.candidate.id()) > 0; };

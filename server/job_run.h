@@ -126,6 +126,8 @@ class JobRun {
   // A round's pipeline (job_round.cc).
   absl::StatusOr<std::optional<Round>> PrepareRound();
   Observation Precheck(Pending& pending, bool probe);
+  // Proposals in the probe round (before the GPU is known): one per layout.
+  static constexpr size_t kProbeProposals = 2;
   // Takes the builds that have ended into their observations (a failed one
   // is measured nowhere); FinishBuilds first waits for all.
   absl::Status TakeBuilds(Round& r);

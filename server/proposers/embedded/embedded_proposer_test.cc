@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "proto/problem.h"
 #include "server/proposers/embedded/test_family.h"
 
@@ -85,7 +87,8 @@ class EmbeddedProposerTest : public ::testing::Test {
     for (int i : p.problems) {
       v1::Measurement m;
       m.set_candidate_id(p.candidate.id());
-      *m.mutable_problem() = MakeProblem("FAKE-GPU", "sm_90a", view_.problems[i].spec.shape, v1::LAYOUT_NT);
+      *m.mutable_problem() = MakeProblem("FAKE-GPU", "sm_90a", view_.problems[i].spec.shape,
+                                         view_.problems[i].spec.layout);
       m.set_verdict(v1::VERDICT_PASSED);
       m.set_verified(p.recheck);
       m.mutable_timings()->mutable_graph_cold()->set_median_us(us);
@@ -322,6 +325,43 @@ TEST_F(EmbeddedProposerTest, TheFinalPhaseSkipsToTheReChecks) {
   ASSERT_EQ(done_.size(), 1u);
   ASSERT_TRUE(done_[0].ok()) << done_[0].status();
   EXPECT_TRUE(done_[0]->budget_exhausted);
+}
+
+TEST_F(EmbeddedProposerTest, TheProbeBuildsOneConfigurationOfEachLayoutAndTheSeedsRoundTakesThemEverywhere) {
+  for (auto [m, layout] : {std::pair{1, v1::LAYOUT_NN}, {2048, v1::LAYOUT_NT}, {8, v1::LAYOUT_NN}}) {
+    ProblemView p = view_.problems[0];
+    p.spec = {MakeShape(m, 4096, 1024), layout};
+    p.name = absl::StrCat(m, "x4096x1024 ", layout == v1::LAYOUT_NT ? "nt" : "nn");
+    view_.problems.push_back(p);
+  }
+  std::unique_ptr<EmbeddedProposer> e = Make();
+  // One pair of each layout, each on one problem: they build side by side.
+  const std::vector<Proposal> probe = Propose(*e);
+  ASSERT_EQ(probe.size(), 2u);
+  std::set<v1::Layout> layouts;
+  for (const Proposal& p : probe) {
+    ASSERT_EQ(p.problems.size(), 1u);
+    EXPECT_EQ(view_.problems[p.problems[0]].spec.layout, p.candidate.layout());
+    layouts.insert(p.candidate.layout());
+  }
+  EXPECT_EQ(layouts.size(), 2u);
+  Answer(*e, probe);
+  // The seeds round takes both, built already, on the other problems of
+  // their layout: those are measured while the round's first builds run.
+  const std::vector<Proposal> seeds = Propose(*e);
+  for (const Proposal& p : probe) {
+    std::set<int> others;
+    for (size_t i = 0; i < view_.problems.size(); ++i) {
+      if (view_.problems[i].spec.layout == p.candidate.layout() && int(i) != p.problems[0]) {
+        others.insert(int(i));
+      }
+    }
+    auto it = std::find_if(seeds.begin(), seeds.end(), [&](const Proposal& s) {
+      return s.candidate.id() == p.candidate.id();
+    });
+    ASSERT_NE(it, seeds.end());
+    for (int i : others) EXPECT_NE(std::find(it->problems.begin(), it->problems.end(), i), it->problems.end());
+  }
 }
 
 TEST_F(EmbeddedProposerTest, AStageErrorEndsTheSearchAndEveryLaterProposeReturnsIt) {

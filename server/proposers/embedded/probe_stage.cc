@@ -1,7 +1,12 @@
 // The probe: the GPU is part of every problem key, so the search first
 // measures one seed configuration on one problem of its layout (a real,
 // stored measurement) to learn it, then reads back what the store holds on
-// the problems.
+// the problems. The probe takes one pair of each layout the job has: they
+// build side by side, and once the GPU is known each layout has a built
+// configuration that idle work measures on its other problems while the
+// seeds round builds (a new problem's first measurement waits for no
+// further nvcc run).
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -22,15 +27,25 @@ class ProbeStage : public Stage {
     } else if (s.device()) {
       return Learnt(s);  // from the round just answered
     }
-    // Each (seed configuration, problem of its layout) in turn until one
-    // has run: a configuration that fails to build is not tried again.
-    while (next_ < pairs_.size()) {
-      const auto [c, p] = pairs_[next_++];
-      std::vector<Proposal> round = round_.Start(s, {{c, {p}}}, /*within_budget=*/false);
-      if (!round.empty()) return round;
-      if (s.device()) return Learnt(s);
+    // Per layout, each (seed configuration, problem of its layout) in turn
+    // until one has run: a configuration that fails to build is not tried
+    // again.
+    ConfigPlan plan;
+    for (auto& [layout, pairs] : pairs_) {
+      size_t& next = next_[layout];
+      while (next < pairs.size() && pairs[next].first->failed) ++next;
+      if (next < pairs.size()) {
+        plan[pairs[next].first].push_back(pairs[next].second);
+        ++next;
+      }
     }
-    return absl::UnavailableError("no seed configuration could be built and run on this GPU");
+    if (plan.empty()) {
+      return absl::UnavailableError("no seed configuration could be built and run on this GPU");
+    }
+    std::vector<Proposal> round = round_.Start(s, plan, /*within_budget=*/false);
+    if (!round.empty()) return round;
+    if (s.device()) return Learnt(s);
+    return Plan(s);  // nothing new in these pairs: the next ones
   }
 
   void Take(SearchState& s, size_t i, const Observation& answer) override { round_.Take(s, i, answer); }
@@ -44,7 +59,7 @@ class ProbeStage : public Stage {
   void Pairs(SearchState& s) {
     for (Config* c : s.SeedConfigs()) {
       for (ProblemState& p : s.problems()) {
-        if (p.spec.layout == c->candidate.layout()) pairs_.emplace_back(c, &p);
+        if (p.spec.layout == c->candidate.layout()) pairs_[p.spec.layout].emplace_back(c, &p);
       }
     }
   }
@@ -58,8 +73,8 @@ class ProbeStage : public Stage {
     return std::vector<Proposal>();
   }
 
-  std::vector<std::pair<Config*, ProblemState*>> pairs_;
-  size_t next_ = 0;
+  std::map<v1::Layout, std::vector<std::pair<Config*, ProblemState*>>> pairs_;
+  std::map<v1::Layout, size_t> next_;
   bool begun_ = false;
   bool ended_ = false;
   ConfigRound round_;
