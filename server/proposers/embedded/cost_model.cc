@@ -203,25 +203,32 @@ void CostModel::Observe(ModelPoint o) {
   ++observations_;
   if (o.measured_us <= 0 || o.predicted_us <= 0) return;  // a failure: nothing to refine with
   FamilyPoints& f = families_[o.family];
-  Point p;
+  const size_t point = f.log_ratio.size();
+  for (Column& c : f.columns) {  // absent unless the point has the knob
+    c.ids.push_back(-1);
+    c.log2s.push_back(0);
+    c.numeric.push_back(0);
+  }
   for (const auto& [knob, value] : o.params) {
     const int slot = f.slots.emplace(knob, static_cast<int>(f.slots.size())).first->second;
-    if (static_cast<size_t>(slot) >= f.values.size()) f.values.resize(slot + 1);
-    if (static_cast<size_t>(slot) >= p.ids.size()) {
-      p.ids.resize(slot + 1, -1);
-      p.log2s.resize(slot + 1, 0);
-      p.numeric.resize(slot + 1, false);
+    if (static_cast<size_t>(slot) >= f.columns.size()) {
+      f.values.resize(slot + 1);
+      f.columns.resize(slot + 1);
+      Column& fresh = f.columns[slot];
+      fresh.ids.assign(point + 1, -1);
+      fresh.log2s.assign(point + 1, 0);
+      fresh.numeric.assign(point + 1, 0);
     }
-    p.ids[slot] = f.values[slot].emplace(value, static_cast<int>(f.values[slot].size())).first->second;
+    Column& c = f.columns[slot];
+    c.ids[point] = f.values[slot].emplace(value, static_cast<int>(f.values[slot].size())).first->second;
     double x = 0;
-    p.numeric[slot] = absl::SimpleAtod(value, &x);
-    p.log2s[slot] = p.numeric[slot] ? std::log2(std::max(x, 1.0)) : 0;
+    c.numeric[point] = absl::SimpleAtod(value, &x);
+    c.log2s[point] = c.numeric[point] ? std::log2(std::max(x, 1.0)) : 0;
   }
-  p.lm = std::log2(std::max<double>(o.shape.m(), 1.0));
-  p.ln = std::log2(std::max<double>(o.shape.n(), 1.0));
-  p.lk = std::log2(std::max<double>(o.shape.k(), 1.0));
-  p.log_ratio = std::log(o.measured_us / o.predicted_us);
-  f.points.push_back(std::move(p));
+  f.lm.push_back(std::log2(std::max<double>(o.shape.m(), 1.0)));
+  f.ln.push_back(std::log2(std::max<double>(o.shape.n(), 1.0)));
+  f.lk.push_back(std::log2(std::max<double>(o.shape.k(), 1.0)));
+  f.log_ratio.push_back(std::log(o.measured_us / o.predicted_us));
 }
 
 // The distance is KnobDistance(the configuration's knobs, the point's) plus
@@ -234,7 +241,7 @@ absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout
   absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device_);
   if (!e.ok()) return e;
   const auto fam = families_.find(family.name);
-  if (fam == families_.end() || fam->second.points.empty()) return e;
+  if (fam == families_.end() || fam->second.log_ratio.empty()) return e;
   const FamilyPoints& f = fam->second;
   // Shape knobs left out of the comparison: a configuration specialised to a
   // problem is the general one's kernel (ShapeDistance counts the problem).
@@ -242,34 +249,30 @@ absl::StatusOr<Estimate> CostModel::Refined(const SeedFamily& family, v1::Layout
   for (const SeedKnob& knob : family.knobs) {
     if (!knob.shape.empty()) full.erase(knob.name);
   }
-  struct Query {
-    int slot, id;
-    bool numeric;
-    double log2;
-  };
-  std::vector<Query> query;
+  const size_t points = f.log_ratio.size();
+  std::vector<double> d(points, 0.0);
   for (const auto& [knob, value] : full) {
     const auto slot = f.slots.find(knob);
     if (slot == f.slots.end()) continue;  // no point has the knob: it adds nothing
-    const auto id = f.values[slot->second].find(value);
+    const auto found = f.values[slot->second].find(value);
+    const int id = found == f.values[slot->second].end() ? -1 : found->second;
     double x = 0;
     const bool numeric = absl::SimpleAtod(value, &x);
-    query.push_back({slot->second, id == f.values[slot->second].end() ? -1 : id->second, numeric,
-                     numeric ? std::log2(std::max(x, 1.0)) : 0});
+    const double log2 = numeric ? std::log2(std::max(x, 1.0)) : 0;
+    const Column& c = f.columns[slot->second];
+    for (size_t i = 0; i < points; ++i) {
+      if (c.ids[i] < 0 || c.ids[i] == id) continue;
+      d[i] += numeric && c.numeric[i] ? std::max(0.5, std::abs(log2 - c.log2s[i])) : 1;
+    }
   }
   const double lm = std::log2(std::max<double>(shape.m(), 1.0));
   const double ln = std::log2(std::max<double>(shape.n(), 1.0));
   const double lk = std::log2(std::max<double>(shape.k(), 1.0));
   std::vector<std::pair<double, double>> near;  // (distance, log ratio)
-  near.reserve(f.points.size());
-  for (const Point& p : f.points) {
-    double d = 0;
-    for (const Query& q : query) {
-      if (static_cast<size_t>(q.slot) >= p.ids.size() || p.ids[q.slot] < 0 || p.ids[q.slot] == q.id) continue;
-      d += q.numeric && p.numeric[q.slot] ? std::max(0.5, std::abs(q.log2 - p.log2s[q.slot])) : 1;
-    }
-    d += std::abs(lm - p.lm) + std::abs(ln - p.ln) + std::abs(lk - p.lk);
-    near.emplace_back(d, p.log_ratio);
+  near.reserve(points);
+  for (size_t i = 0; i < points; ++i) {
+    near.emplace_back(d[i] + (std::abs(lm - f.lm[i]) + std::abs(ln - f.ln[i]) + std::abs(lk - f.lk[i])),
+                      f.log_ratio[i]);
   }
   const size_t n = std::min<size_t>(k, near.size());
   std::partial_sort(near.begin(), near.begin() + n, near.end());

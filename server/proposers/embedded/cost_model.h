@@ -89,19 +89,20 @@ class CostModel {
  private:
   // The observations that can refine, by family, with their knob values
   // interned (a slot per knob name, an id per value) and their logarithms
-  // taken once: Refined compares a configuration with every one of them,
-  // thousands of times per round.
-  struct Point {
-    std::vector<int> ids;         // [slot]: the value's id, -1 absent
-    std::vector<double> log2s;    // [slot]: log2(max(value, 1)) when a number
-    std::vector<bool> numeric;    // [slot]: the value parses as a number
-    double lm = 0, ln = 0, lk = 0;  // log2(max(extent, 1)) of the shape
-    double log_ratio = 0;         // log(measured / predicted)
+  // taken once, stored by column: Refined compares a configuration with every
+  // one of them, thousands of times per round, one knob at a time over all
+  // points.
+  struct Column {
+    std::vector<int> ids;        // [point]: the value's id, -1 absent
+    std::vector<double> log2s;   // [point]: log2(max(value, 1)) when a number
+    std::vector<char> numeric;   // [point]: the value parses as a number
   };
   struct FamilyPoints {
     std::map<std::string, int> slots;                 // knob name -> slot
     std::vector<std::map<std::string, int>> values;   // [slot]: value -> id
-    std::vector<Point> points;                        // in the order observed
+    std::vector<Column> columns;                      // [slot]
+    std::vector<double> lm, ln, lk;  // [point]: log2(max(extent, 1)) of the shape
+    std::vector<double> log_ratio;   // [point]: log(measured / predicted)
   };
   DeviceModel device_;
   size_t observations_ = 0;

@@ -1,6 +1,7 @@
 #include "server/proposers/embedded/idle_work.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "absl/strings/match.h"
@@ -21,13 +22,20 @@ std::vector<Proposal> IdleWork(SearchState& s, size_t items, size_t per_problem,
                                const std::set<std::pair<std::string, int>>& pending) {
   // (predicted time over the problem's best, candidate id, problem, config)
   std::vector<std::tuple<double, std::string, int, Config*>> pairs;
+  std::map<v1::Layout, std::vector<Config*>> built;  // general configurations, by layout
   for (size_t i = 0; i < s.problems().size(); ++i) {
     const ProblemState& p = s.problems()[i];
+    auto [it, fresh] = built.try_emplace(p.spec.layout);
+    if (fresh) {
+      for (Config* c : s.BuiltConfigs(p.spec.layout)) {
+        if (!IsSpecialised(*c->family, c->params)) it->second.push_back(c);
+      }
+    }
     std::vector<std::pair<const SeedFamily*, KnobParams>> space;
-    for (Config* c : s.BuiltConfigs(p.spec.layout)) {
+    for (Config* c : it->second) {
       const std::string& id = c->candidate.id();
       if (c->failed || p.measured.count(id) || pending.count({id, static_cast<int>(i)}) ||
-          IsSpecialised(*c->family, c->params) || !s.WorkspaceFits(*c, p)) {
+          !s.WorkspaceFits(*c, p)) {
         continue;
       }
       space.emplace_back(c->family, c->params);

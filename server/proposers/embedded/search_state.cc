@@ -64,14 +64,18 @@ bool SearchState::OverBudget() {
 }
 
 Config* SearchState::Intern(const SeedFamily& f, v1::Layout layout, const KnobParams& params) {
-  v1::Candidate c = MakeSeedCandidate(f, layout, WithDefaults(f, params));
+  KnobParams full = WithDefaults(f, params);
+  auto [known, added] = interned_.try_emplace({&f, layout, full}, nullptr);
+  if (!added) return known->second;
+  v1::Candidate c = MakeSeedCandidate(f, layout, full);
   c.set_proposer("embedded");
   auto [it, fresh] = configs_.try_emplace(c.id());
   if (fresh) {
     it->second.family = &f;
-    it->second.params = WithDefaults(f, params);
+    it->second.params = std::move(full);
     it->second.candidate = std::move(c);
   }
+  known->second = &it->second;
   return &it->second;
 }
 

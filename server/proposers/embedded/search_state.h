@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -170,6 +171,10 @@ class SearchState {
   std::string stage_;
   std::vector<ProblemState> problems_;
   std::map<std::string, Config> configs_;  // by candidate id; stable addresses
+  // Intern's index by what determines the id (the family's source is fixed
+  // for the state's life): a candidate id hashes the whole family source, far
+  // too slow to compute for every configuration a ranking looks at.
+  std::map<std::tuple<const SeedFamily*, v1::Layout, KnobParams>, Config*> interned_;
   std::map<std::string, bool> current_;    // candidate id -> Current()
   std::map<v1::Layout, std::vector<std::pair<const SeedFamily*, KnobParams>>> spaces_;
   SearchResult result_;
