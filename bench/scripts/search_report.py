@@ -19,8 +19,8 @@ def main():
         SELECT p.id, p.gpu, p.m, p.n, p.k, p.layout, COUNT(DISTINCT m.candidate_id),
                SUM(m.verdict = 'passed'), SUM(m.verdict != 'passed'), SUM(m.seconds)
         FROM problems p JOIN measurements m ON m.problem_id = p.id
-        WHERE ?1 IS NULL OR p.gpu = ?1
-        GROUP BY p.id ORDER BY p.gpu, p.m * p.n * p.k""", (gpu,)).fetchall()
+        WHERE :gpu IS NULL OR p.gpu = :gpu
+        GROUP BY p.id ORDER BY p.gpu, p.m * p.n * p.k""", {"gpu": gpu}).fetchall()
     print("| gpu | shape | layout | candidates | passed | failed | measuring s | winner device us | best baseline us | device speedup | warm speedup | efficiency |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     logs_d, logs_w = [], []
