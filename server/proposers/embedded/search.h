@@ -52,6 +52,9 @@
 //             figures are always this job's: a winner verified by an earlier
 //             job is re-measured once more here, since a speedup pairs the
 //             kernel with its own process's baselines, which move between runs.
+//             A best whose verified speedup falls more than 3% below its
+//             screen's was chosen on a lucky screen: the next candidate whose
+//             screen beats the verified figure is verified too.
 // Each stage is a Stage (stage.h; stages.h lists them in order) planning
 // rounds of proposals from one shared SearchState (search_state.h); the
 // EmbeddedProposer (embedded_proposer.h) drives them on the coordinator's

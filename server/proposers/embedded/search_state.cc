@@ -304,6 +304,32 @@ void SearchState::FallBack(ProblemState& p) {
   }
 }
 
+bool SearchState::NextToVerify(ProblemState& p, double verified_us) {
+  const std::vector<StoredMeasurement> history = History(p);
+  const std::set<std::string> failed = Failed(history);
+  std::set<std::string> verified;
+  for (const StoredMeasurement& m : history) {
+    if (m.measurement.verified()) verified.insert(m.measurement.candidate_id());
+  }
+  const v1::Measurement* next = nullptr;
+  double next_us = verified_us;
+  for (const StoredMeasurement& m : history) {
+    const v1::Measurement& x = m.measurement;
+    const double us = RankingUs(x, options_.figure);
+    if (!failed.count(x.candidate_id()) && !verified.count(x.candidate_id()) && Beats(us, next_us) &&
+        CurrentId(x.candidate_id())) {
+      next = &x;
+      next_us = us;
+    }
+  }
+  if (next == nullptr) return false;
+  p.best_id = next->candidate_id();
+  p.best_us = next_us;
+  p.baseline_us = BestBaselineUs(*next, options_.figure);
+  p.best_verified = false;
+  return true;
+}
+
 void SearchState::Verified(ProblemState& p, const v1::Measurement& m, bool here) {
   p.best_verified = true;
   p.verified_us = FigureUs(m.timings(), options_.figure);

@@ -140,6 +140,11 @@ class SearchState {
   // Makes the problem's best the fastest correct candidate of today's sources
   // that has never failed on it (verified if it was, in an earlier run).
   void FallBack(ProblemState& p);
+  // Makes the problem's best, unverified, the fastest correct candidate of
+  // today's sources that has never failed on it, has no verified measurement,
+  // and whose ranking figure beats `verified_us` (a verified winner's); false
+  // (nothing changed) when there is none.
+  bool NextToVerify(ProblemState& p, double verified_us);
   void Verified(ProblemState& p, const v1::Measurement& m, bool here);
   // The store's measurements of the problem (none when it cannot be read).
   std::vector<StoredMeasurement> History(const ProblemState& p);
