@@ -27,6 +27,9 @@ class StoreHistory : public HistoryReader {
   absl::StatusOr<std::optional<v1::Build>> LatestBuild(const std::string& candidate_id) override {
     return store_.LatestBuild(candidate_id);
   }
+  absl::StatusOr<std::vector<v1::Problem>> Problems(const std::string& gpu) override {
+    return store_.ListProblems(gpu);
+  }
 
  private:
   Store& store_;

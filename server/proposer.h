@@ -59,6 +59,11 @@ class HistoryReader {
                                                 const std::string& figure, int n) = 0;
   virtual absl::StatusOr<v1::Candidate> GetCandidate(const std::string& id) = 0;
   virtual absl::StatusOr<std::optional<v1::Build>> LatestBuild(const std::string& candidate_id) = 0;
+  // Every stored problem on the GPU model `gpu` (none by default: a reader
+  // that lists nothing offers no neighbours).
+  virtual absl::StatusOr<std::vector<v1::Problem>> Problems(const std::string& gpu) {
+    return std::vector<v1::Problem>();
+  }
 };
 
 // One problem of a job as the coordinator sees it.

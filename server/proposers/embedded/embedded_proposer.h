@@ -1,5 +1,5 @@
 // EmbeddedProposer: the default proposer, needing no network: the staged
-// search over the seed families' knobs (search.h: probe, carry, transfer,
+// search over the seed families' knobs (search.h: probe, carry, transfer, neighbours,
 // seeds, screen, widen, specialise, evolve, verify) behind the Proposer
 // interface, as a state machine on the caller's thread:
 //

@@ -1,9 +1,9 @@
 // The embedded proposer's search (local mode): no LLM, only the seed
 // families' knobs. Stages, each "compile once, measure many" (a configuration
 // is built once and measured on every shape it is sent to):
-//   0 probe   one seed configuration measured on one problem of its layout to
-//             learn the GPU (part of every problem key), then the store's
-//             history of the problems read back;
+//   0 probe   one seed configuration of each layout measured on one problem of
+//             that layout to learn the GPU (part of every problem key), then
+//             the store's history of the problems read back;
 //     carry   each problem's fastest configurations measured here with an
 //             earlier source of their family, measured with today's (a
 //             problem's best is always built from its family's current source);
@@ -14,6 +14,12 @@
 //             are the best priors the store holds, and on a GPU model new to
 //             the store a short budget would otherwise end inside the seeds
 //             (on an H200 the seeds took 3.5 of a run's 5 minutes);
+//     neighbours for each problem new to the store (no measurement from an
+//             earlier job), the fastest configurations of its nearest stored
+//             problems on this GPU model (same layout; the cost model's shape
+//             distance, within neighbour_distance), specialised ones rebuilt
+//             for it: what won on a neighbouring shape is the best prior a
+//             new shape has (neighbours_stage.cc says why that distance);
 //     seeds   every family's default and suggested configurations on every
 //             problem of their layouts whose split-K workspace fits the cap,
 //             except where the same knobs were measured under an earlier

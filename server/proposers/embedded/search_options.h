@@ -69,6 +69,14 @@ struct SearchOptions {
   bool seeds_only = false;        // stop after stage 0
   std::string transfer_from;      // a GPU model in the store ("" = none), e.g. "H200"
   int transfer_per_problem = 3;   // its fastest distinct configurations per problem
+  // A problem new to the store starts from its nearest stored problems on the
+  // same GPU model (neighbours_stage.cc): this many of them at most, within
+  // this distance (the sum of |log2| differences of M, N and K: 4 is, say, M
+  // 16 times larger, or M, N and K each about 2.5 times), and this many of
+  // each one's fastest distinct configurations (0: no neighbours stage).
+  int neighbour_problems = 3;
+  double neighbour_distance = 4.0;
+  int neighbour_per_problem = 3;
   DeviceModel device;             // cost-model constants (sm count is taken from the GPU)
   // The clock the budget is measured on (tests pass a fake one); empty = steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;

@@ -76,6 +76,7 @@ class SearchState {
   void See(const SearchView& view);
   const std::optional<v1::RunnerInfo>& device() const { return device_; }
   HistoryReader& history() { return *history_; }
+  const std::string& job_id() const { return job_id_; }
   double elapsed_at_start() const { return elapsed_at_start_; }
 
   const SearchOptions& options() const { return options_; }

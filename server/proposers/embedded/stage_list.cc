@@ -10,6 +10,7 @@ std::vector<std::unique_ptr<Stage>> MakeStages(const SearchOptions& options) {
     // still measures them.
     stages.push_back(MakeCarryStage());
     if (!options.transfer_from.empty()) stages.push_back(MakeTransferStage());
+    stages.push_back(MakeNeighboursStage());
   }
   stages.push_back(MakeSeedsStage());
   if (!options.seeds_only) {

@@ -15,19 +15,22 @@
 namespace anvil {
 
 // The stages a search with `options` runs, in order: probe, carry, transfer,
-// seeds, screen, widen, specialise, evolve, verify (seeds_only: probe, seeds,
+// neighbours, seeds, screen, widen, specialise, evolve, verify (seeds_only: probe, seeds,
 // verify).
 std::vector<std::unique_ptr<Stage>> MakeStages(const SearchOptions& options);
 
 // Learns the GPU (part of every problem key) by measuring the first seed
-// configuration that builds on one problem of its layout, then reads the
-// store's history of the problems. Unavailable when no seed runs.
+// configuration of each layout that builds on one problem of that layout,
+// then reads the store's history of the problems. Unavailable when no seed runs.
 std::unique_ptr<Stage> MakeProbeStage();                 // probe_stage.cc
 // Each problem's fastest configurations measured here under an earlier
 // source of their family, rebuilt from today's.
 std::unique_ptr<Stage> MakeCarryStage();                 // transfer_stage.cc
 // Each problem's fastest configurations on options.transfer_from.
 std::unique_ptr<Stage> MakeTransferStage();              // transfer_stage.cc
+// For each problem new to the store, the fastest configurations of its
+// nearest stored problems on this GPU model, rebuilt for it where specialised.
+std::unique_ptr<Stage> MakeNeighboursStage();            // neighbours_stage.cc
 std::unique_ptr<Stage> MakeSeedsStage();                 // seeds_stage.cc
 std::unique_ptr<Stage> MakeScreenStage();                // screen_stage.cc
 std::unique_ptr<Stage> MakeWidenStage();                 // widen_stage.cc
