@@ -12,17 +12,29 @@
 //               it knows when it ranks a leader's neighbours: evolve);
 //   best@model  where the measured-fastest configuration sits in the
 //   best@refined  first two models' order (1 = first);
+//   rho_learned the same for the learned model (learned/learned_model.h)
+//               trained on every other problem's configurations (leave one
+//               problem out, as rho_refined);
+//   best@model  where the measured-fastest configuration sits in the
+//   best@refined  first two models' and the learned model's order
+//   best@learned  (1 = first);
 //   gap6@model  how much slower the fastest of each model's first 6 is than
 //   gap6@refined  the measured-fastest (0.05 = 5%; the screen takes 6);
-// and the medians over problems.
+//   gap6@learned
+//   top6@refined  how many of the measured 6 fastest are among the model's
+//   top6@learned  first 6 (recall, 1 = all);
+// and the medians over problems. --no-learned leaves the learned model out.
 // --show MxNxK lists that problem's configurations in the first-principles
 // order with their measured times.
 //   anvil-model-bench --db search.db [--gpu H200] [--seeds DIR] [--k 4] [--show MxNxK]
+//                     [--no-learned] [--rounds 300] [--focus 4]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -31,6 +43,7 @@
 #include "proto/problem.h"
 #include "seeds/space.h"
 #include "server/proposers/embedded/cost_model.h"
+#include "server/proposers/embedded/learned/learned_model.h"
 #include "store/store.h"
 #include "worker/toolchain.h"
 
@@ -96,6 +109,22 @@ double Gap(const std::vector<double>& predicted, const std::vector<double>& meas
   return best_of_first / *std::min_element(measured.begin(), measured.end()) - 1;
 }
 
+// How many of the `n` measured-fastest are among the first `n` of `predicted`, over n.
+double TopRecall(const std::vector<double>& predicted, const std::vector<double>& measured, size_t n) {
+  const auto first = [&](const std::vector<double>& v) {
+    std::vector<size_t> order(v.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    order.resize(std::min(n, order.size()));
+    std::sort(order.begin(), order.end());
+    return order;
+  };
+  const std::vector<size_t> a = first(predicted), b = first(measured);
+  std::vector<size_t> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  return b.empty() ? 0 : double(both.size()) / double(b.size());
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -152,12 +181,51 @@ void Observe(CostModel& model, const ProblemPoints& from, const Point* skip, con
 // alone, refined by the observations of every other problem (of its GPU), and
 // by those and this problem's but the configuration's own (leave one out).
 struct Ranked {
-  std::vector<double> measured, model, refined, loo;
+  std::vector<double> measured, model, refined, loo, learned;
 };
+
+// The learned model trained on every other problem of pp's GPU (leave one
+// problem out); nothing when it cannot be trained.
+std::optional<LearnedModel> Learn(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
+                                  const FeatureMap& map, const DeviceModel& device,
+                                  const LearnedOptions& options, double focus) {
+  std::vector<std::vector<float>> x;
+  std::vector<float> y, w;
+  for (const ProblemPoints& other : problems) {
+    if (&other == &pp || other.problem.gpu() != pp.problem.gpu()) continue;
+    double best = 0;
+    for (const Point& q : other.points) best = best > 0 ? std::min(best, q.measured_us) : q.measured_us;
+    for (const Point& q : other.points) {
+      double est = 0;
+      absl::StatusOr<std::vector<float>> f =
+          map.Of(*q.family, other.problem.layout(), q.params, other.problem.shape(), device, &est);
+      if (!f.ok() || est <= 0 || q.measured_us <= 0) continue;
+      x.push_back(*std::move(f));
+      y.push_back(static_cast<float>(std::log(q.measured_us / est)));
+      w.push_back(focus > 0 ? TrainingWeight(q.measured_us, best, focus) : 1.f);
+    }
+  }
+  absl::StatusOr<LearnedModel> m = LearnedModel::Train(x, y, options, w);
+  if (!m.ok()) return std::nullopt;
+  return *std::move(m);
+}
+
+// The learned model's estimate of q on pp (0: none).
+double LearnedUs(const LearnedModel* m, const FeatureMap& map, const ProblemPoints& pp, const Point& q,
+                 const DeviceModel& device) {
+  double est = 0;
+  absl::StatusOr<std::vector<float>> f = m ? map.Of(*q.family, pp.problem.layout(), q.params,
+                                                    pp.problem.shape(), device, &est)
+                                           : absl::UnavailableError("no model");
+  if (!f.ok()) return 0;
+  absl::StatusOr<std::vector<float>> got = m->Predict({*f});
+  return got.ok() && got->size() == 1 ? est * std::exp(got->front()) : 0;
+}
 
 // Ranks pp's configurations; prints them in model order when pp's shape is show.
 Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
-            const DeviceModel& device, int k, const std::string& show) {
+            const DeviceModel& device, int k, const std::string& show, const LearnedModel* learned,
+            const FeatureMap& map) {
   CostModel others(device);
   for (const ProblemPoints& other : problems) {
     if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) Observe(others, other, nullptr, device);
@@ -170,8 +238,10 @@ Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
     absl::StatusOr<Estimate> e = Predict(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), device);
     absl::StatusOr<Estimate> r = others.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
     absl::StatusOr<Estimate> l = loo.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
-    if (!e.ok() || !r.ok() || !l.ok()) continue;
+    const double learned_us = LearnedUs(learned, map, pp, q, device);
+    if (!e.ok() || !r.ok() || !l.ok() || (learned && learned_us <= 0)) continue;
     out.measured.push_back(q.measured_us);
+    if (learned) out.learned.push_back(learned_us);
     out.model.push_back(e->us);
     if (ShapeName(pp.problem.shape()) == show) {
       std::string knobs;
@@ -188,6 +258,35 @@ Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
   return out;
 }
 
+// Each problem's figures, column by column (the learned model's: x; -1 without it).
+struct Columns {
+  std::vector<double> rho_m, rho_r, rho_l, rho_x, at_m, at_r, at_x, gap_m, gap_r, gap_x, top_r, top_x;
+  // Appends r's figures here and returns them alone.
+  Columns Add(const Ranked& r) {
+    Columns one;
+    const bool x = r.learned.size() == r.measured.size();
+    one.rho_m = {Spearman(r.model, r.measured)};
+    one.rho_r = {Spearman(r.refined, r.measured)};
+    one.rho_l = {Spearman(r.loo, r.measured)};
+    one.rho_x = {x ? Spearman(r.learned, r.measured) : -1};
+    one.at_m = {double(RankOfBest(r.model, r.measured))};
+    one.at_r = {double(RankOfBest(r.refined, r.measured))};
+    one.at_x = {x ? double(RankOfBest(r.learned, r.measured)) : -1};
+    one.gap_m = {Gap(r.model, r.measured, 6)};
+    one.gap_r = {Gap(r.refined, r.measured, 6)};
+    one.gap_x = {x ? Gap(r.learned, r.measured, 6) : -1};
+    one.top_r = {TopRecall(r.refined, r.measured, 6)};
+    one.top_x = {x ? TopRecall(r.learned, r.measured, 6) : -1};
+    for (auto [to, from] : {std::pair{&rho_m, &one.rho_m}, {&rho_r, &one.rho_r}, {&rho_l, &one.rho_l},
+                            {&rho_x, &one.rho_x}, {&at_m, &one.at_m}, {&at_r, &one.at_r}, {&at_x, &one.at_x},
+                            {&gap_m, &one.gap_m}, {&gap_r, &one.gap_r}, {&gap_x, &one.gap_x},
+                            {&top_r, &one.top_r}, {&top_x, &one.top_x}}) {
+      to->push_back(from->front());
+    }
+    return one;
+  }
+};
+
 }  // namespace
 }  // namespace anvil
 
@@ -202,6 +301,13 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds_dir, "seed families (default: the installed ones)");
   app.add_option("--k", k, "nearest observations Refined() uses")->check(CLI::Range(1, 64));
   app.add_option("--show", show, "list one problem's configurations, model order (MxNxK)");
+  bool no_learned = false;
+  int rounds = LearnedOptions().rounds;
+  app.add_flag("--no-learned", no_learned, "leave the learned model out");
+  app.add_option("--rounds", rounds, "the learned model's boosting rounds")->check(CLI::Range(1, 5000));
+  double focus = 4;
+  app.add_option("--focus", focus, "training weight (best / time)^focus; 0: every row alike")
+      ->check(CLI::Range(0.0, 16.0));
   CLI11_PARSE(app, argc, argv);
 
   StoreOptions so;
@@ -224,28 +330,32 @@ int main(int argc, char** argv) {
     return 4;
   }
   const DeviceModel device;
-  std::printf("%-10s %-22s %-3s %7s %9s %11s %7s %10s %12s %10s %12s\n", "gpu", "shape", "lay",
-              "configs", "rho_model", "rho_refined", "rho_loo", "best@model", "best@refined",
-              "gap6@model", "gap6@refined");
-  std::vector<double> rho_m, rho_r, rho_l, at_m, at_r, gap_m, gap_r;
+  const FeatureMap map(*seeds);
+  LearnedOptions lo;
+  lo.rounds = rounds;
+  std::printf("%-10s %-22s %-3s %7s %9s %11s %7s %11s %10s %12s %12s %10s %12s %12s %12s %12s\n",
+              "gpu", "shape", "lay", "configs", "rho_model", "rho_refined", "rho_loo", "rho_learned",
+              "best@model", "best@refined", "best@learned", "gap6@model", "gap6@refined",
+              "gap6@learned", "top6@refined", "top6@learned");
+  Columns all;
   for (const ProblemPoints& pp : *problems) {
-    const Ranked r = Rank(*problems, pp, device, k, show);
+    std::optional<LearnedModel> learned;
+    if (!no_learned) learned = Learn(*problems, pp, map, device, lo, focus);
+    const Ranked r = Rank(*problems, pp, device, k, show, learned ? &*learned : nullptr, map);
     if (r.measured.size() < 3) continue;
-    rho_m.push_back(Spearman(r.model, r.measured));
-    rho_r.push_back(Spearman(r.refined, r.measured));
-    rho_l.push_back(Spearman(r.loo, r.measured));
-    at_m.push_back(RankOfBest(r.model, r.measured));
-    at_r.push_back(RankOfBest(r.refined, r.measured));
-    gap_m.push_back(Gap(r.model, r.measured, 6));
-    gap_r.push_back(Gap(r.refined, r.measured, 6));
-    std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %10.0f %12.0f %10.3f %12.3f\n",
+    const Columns row = all.Add(r);
+    std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %11.2f %10.0f %12.0f %12.0f %10.3f %12.3f "
+                "%12.3f %12.2f %12.2f\n",
                 pp.problem.gpu().c_str(), ShapeName(pp.problem.shape()).c_str(),
-                std::string(LayoutName(pp.problem.layout())).c_str(), r.measured.size(), rho_m.back(),
-                rho_r.back(), rho_l.back(), at_m.back(), at_r.back(), gap_m.back(), gap_r.back());
+                std::string(LayoutName(pp.problem.layout())).c_str(), r.measured.size(), row.rho_m[0],
+                row.rho_r[0], row.rho_l[0], row.rho_x[0], row.at_m[0], row.at_r[0], row.at_x[0],
+                row.gap_m[0], row.gap_r[0], row.gap_x[0], row.top_r[0], row.top_x[0]);
   }
-  std::printf("median over %zu problems: rho_model %.2f, rho_refined %.2f, rho_loo %.2f, "
-              "best@model %.0f, best@refined %.0f, gap6@model %.3f, gap6@refined %.3f\n",
-              rho_m.size(), Median(rho_m), Median(rho_r), Median(rho_l), Median(at_m), Median(at_r),
-              Median(gap_m), Median(gap_r));
+  std::printf("median over %zu problems: rho_model %.2f, rho_refined %.2f, rho_loo %.2f, rho_learned %.2f, "
+              "best@model %.0f, best@refined %.0f, best@learned %.0f, gap6@model %.3f, gap6@refined %.3f, "
+              "gap6@learned %.3f, top6@refined %.2f, top6@learned %.2f\n",
+              all.rho_m.size(), Median(all.rho_m), Median(all.rho_r), Median(all.rho_l), Median(all.rho_x),
+              Median(all.at_m), Median(all.at_r), Median(all.at_x), Median(all.gap_m), Median(all.gap_r),
+              Median(all.gap_x), Median(all.top_r), Median(all.top_x));
   return 0;
 }

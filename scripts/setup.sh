@@ -12,7 +12,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
   libsqlite3-dev libcurl4-openssl-dev libssl-dev libseccomp-dev bubblewrap
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  prometheus-cpp-dev libcpp-httplib-dev libtomlplusplus-dev
+  prometheus-cpp-dev libcpp-httplib-dev libtomlplusplus-dev libxgboost-dev
   chromium python3-html5lib python3-websocket clang
 )
 CUTLASS_VERSION=4.2.0.0   # nvidia-cutlass wheel: CUTLASS/CuTe headers
