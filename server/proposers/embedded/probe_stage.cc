@@ -3,9 +3,9 @@
 // stored measurement) to learn it, then reads back what the store holds on
 // the problems. The probe takes one pair of each layout the job has: they
 // build side by side, and once the GPU is known each layout has a built
-// configuration that idle work measures on its other problems while the
-// seeds round builds (a new problem's first measurement waits for no
-// further nvcc run).
+// configuration, which the seeds round measures on the layout's other
+// problems at once, while its own builds run (a problem's first measurement
+// waits for no further nvcc run).
 #include <map>
 #include <utility>
 
