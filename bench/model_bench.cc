@@ -14,7 +14,8 @@
 //   best@refined  first two models' order (1 = first);
 //   rho_learned the same for the learned model (learned/learned_model.h)
 //               trained on every other problem's configurations (leave one
-//               problem out, as rho_refined);
+//               problem out, as rho_refined), each row with its refined
+//               estimate from the problems but its own (--no-stack: without);
 //   best@model  where the measured-fastest configuration sits in the
 //   best@refined  first two models' and the learned model's order
 //   best@learned  (1 = first);
@@ -27,7 +28,7 @@
 // --show MxNxK lists that problem's configurations in the first-principles
 // order with their measured times.
 //   anvil-model-bench --db search.db [--gpu H200] [--seeds DIR] [--k 4] [--show MxNxK]
-//                     [--no-learned] [--rounds 300] [--focus 4]
+//                     [--no-learned] [--no-stack] [--rounds 300] [--focus 4]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -185,20 +186,31 @@ struct Ranked {
 };
 
 // The learned model trained on every other problem of pp's GPU (leave one
-// problem out); nothing when it cannot be trained.
+// problem out); nothing when it cannot be trained. With `stack`, each
+// training row's features carry its refined estimate from the problems but
+// its own and pp (as pp's rows carry theirs from every problem but pp).
 std::optional<LearnedModel> Learn(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
                                   const FeatureMap& map, const DeviceModel& device,
-                                  const LearnedOptions& options, double focus) {
+                                  const LearnedOptions& options, double focus, bool stack, int k) {
   std::vector<std::vector<float>> x;
   std::vector<float> y, w;
   for (const ProblemPoints& other : problems) {
     if (&other == &pp || other.problem.gpu() != pp.problem.gpu()) continue;
+    CostModel without(device);
+    for (const ProblemPoints& q : problems) {
+      if (stack && &q != &pp && &q != &other && q.problem.gpu() == pp.problem.gpu()) {
+        Observe(without, q, nullptr, device);
+      }
+    }
     double best = 0;
     for (const Point& q : other.points) best = best > 0 ? std::min(best, q.measured_us) : q.measured_us;
     for (const Point& q : other.points) {
       double est = 0;
-      absl::StatusOr<std::vector<float>> f =
-          map.Of(*q.family, other.problem.layout(), q.params, other.problem.shape(), device, &est);
+      absl::StatusOr<Estimate> r = without.Refined(*q.family, other.problem.layout(), q.params,
+                                                   other.problem.shape(), k);
+      absl::StatusOr<std::vector<float>> f = map.Of(*q.family, other.problem.layout(), q.params,
+                                                    other.problem.shape(), device, &est,
+                                                    stack && r.ok() ? r->us : 0);
       if (!f.ok() || est <= 0 || q.measured_us <= 0) continue;
       x.push_back(*std::move(f));
       y.push_back(static_cast<float>(std::log(q.measured_us / est)));
@@ -210,12 +222,12 @@ std::optional<LearnedModel> Learn(const std::vector<ProblemPoints>& problems, co
   return *std::move(m);
 }
 
-// The learned model's estimate of q on pp (0: none).
+// The learned model's estimate of q on pp (0: none); `refined_us` as Learn's rows.
 double LearnedUs(const LearnedModel* m, const FeatureMap& map, const ProblemPoints& pp, const Point& q,
-                 const DeviceModel& device) {
+                 const DeviceModel& device, double refined_us) {
   double est = 0;
   absl::StatusOr<std::vector<float>> f = m ? map.Of(*q.family, pp.problem.layout(), q.params,
-                                                    pp.problem.shape(), device, &est)
+                                                    pp.problem.shape(), device, &est, refined_us)
                                            : absl::UnavailableError("no model");
   if (!f.ok()) return 0;
   absl::StatusOr<std::vector<float>> got = m->Predict({*f});
@@ -225,7 +237,7 @@ double LearnedUs(const LearnedModel* m, const FeatureMap& map, const ProblemPoin
 // Ranks pp's configurations; prints them in model order when pp's shape is show.
 Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
             const DeviceModel& device, int k, const std::string& show, const LearnedModel* learned,
-            const FeatureMap& map) {
+            const FeatureMap& map, bool stack) {
   CostModel others(device);
   for (const ProblemPoints& other : problems) {
     if (&other != &pp && other.problem.gpu() == pp.problem.gpu()) Observe(others, other, nullptr, device);
@@ -238,7 +250,7 @@ Ranked Rank(const std::vector<ProblemPoints>& problems, const ProblemPoints& pp,
     absl::StatusOr<Estimate> e = Predict(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), device);
     absl::StatusOr<Estimate> r = others.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
     absl::StatusOr<Estimate> l = loo.Refined(*q.family, pp.problem.layout(), q.params, pp.problem.shape(), k);
-    const double learned_us = LearnedUs(learned, map, pp, q, device);
+    const double learned_us = LearnedUs(learned, map, pp, q, device, stack && r.ok() ? r->us : 0);
     if (!e.ok() || !r.ok() || !l.ok() || (learned && learned_us <= 0)) continue;
     out.measured.push_back(q.measured_us);
     if (learned) out.learned.push_back(learned_us);
@@ -304,6 +316,8 @@ int main(int argc, char** argv) {
   bool no_learned = false;
   int rounds = LearnedOptions().rounds;
   app.add_flag("--no-learned", no_learned, "leave the learned model out");
+  bool no_stack = false;
+  app.add_flag("--no-stack", no_stack, "the learned model without the refined estimate as a feature");
   app.add_option("--rounds", rounds, "the learned model's boosting rounds")->check(CLI::Range(1, 5000));
   double focus = 4;
   app.add_option("--focus", focus, "training weight (best / time)^focus; 0: every row alike")
@@ -340,8 +354,8 @@ int main(int argc, char** argv) {
   Columns all;
   for (const ProblemPoints& pp : *problems) {
     std::optional<LearnedModel> learned;
-    if (!no_learned) learned = Learn(*problems, pp, map, device, lo, focus);
-    const Ranked r = Rank(*problems, pp, device, k, show, learned ? &*learned : nullptr, map);
+    if (!no_learned) learned = Learn(*problems, pp, map, device, lo, focus, !no_stack, k);
+    const Ranked r = Rank(*problems, pp, device, k, show, learned ? &*learned : nullptr, map, !no_stack);
     if (r.measured.size() < 3) continue;
     const Columns row = all.Add(r);
     std::printf("%-10s %-22s %-3s %7zu %9.2f %11.2f %7.2f %11.2f %10.0f %12.0f %12.0f %10.3f %12.3f "

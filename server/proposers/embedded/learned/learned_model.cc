@@ -42,7 +42,7 @@ size_t FeatureMap::Add(std::string name) {
 
 FeatureMap::FeatureMap(const std::vector<SeedFamily>& families) {
   for (const char* n : {"log2_m", "log2_n", "log2_k", "layout_nt", "log2_intensity", "log2_estimate_us",
-                        "waste", "log2_ctas", "waves", "last_wave_fill", "log2_partial_bytes", "specialised"}) {
+                        "waste", "log2_ctas", "waves", "last_wave_fill", "log2_partial_bytes", "specialised", "log2_refined_over_estimate"}) {
     Add(n);
   }
   for (const char* b : kBounds) Add(absl::StrCat("bound_", b));
@@ -57,7 +57,8 @@ FeatureMap::FeatureMap(const std::vector<SeedFamily>& families) {
 
 absl::StatusOr<std::vector<float>> FeatureMap::Of(const SeedFamily& family, v1::Layout layout,
                                                   const KnobParams& params, const v1::Shape& shape,
-                                                  const DeviceModel& device, double* estimate_us) const {
+                                                  const DeviceModel& device, double* estimate_us,
+                                                  double refined_us) const {
   absl::StatusOr<Estimate> e = Predict(family, layout, params, shape, device);
   if (!e.ok()) return e.status();
   absl::StatusOr<RuleVars> vars = KnobVars(family, layout, params);
@@ -76,6 +77,7 @@ absl::StatusOr<std::vector<float>> FeatureMap::Of(const SeedFamily& family, v1::
   x[i++] = static_cast<float>(e->waves - std::floor(e->waves));
   x[i++] = Log2(e->partial_bytes + 1);
   x[i++] = IsSpecialised(family, params) ? 1.f : 0.f;
+  x[i++] = refined_us > 0 && e->us > 0 ? Log2(refined_us / e->us) : kMissing;
   for (const char* b : kBounds) x[i++] = e->bound == b ? 1.f : 0.f;
   for (const char* t : kTerms) x[i++] = static_cast<float>(ModelTerm(family, *vars, t, 0));
   if (auto f = family_.find(family.name); f != family_.end()) x[f->second] = 1;

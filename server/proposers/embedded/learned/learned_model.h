@@ -5,7 +5,8 @@
 // Features (FeatureMap): the problem's shape (log2 M, N, K, the layout, the
 // arithmetic intensity), the estimate's own account (log2 time, tile waste,
 // CTAs, waves and the last wave's fill, the bound, the split-K workspace),
-// the family's model terms (tile_m, tile_n, tile_k, split_k), the family
+// the family's model terms (tile_m, tile_n, tile_k, split_k), the refined
+// estimate over the first-principles one where known, the family
 // (one slot each) and each of its knobs (a number, or the value's place in
 // the knob's legal values; shape knobs as one "specialised" flag). The
 // target is log(measured / estimate): what the trees learn is where the
@@ -35,11 +36,14 @@ class FeatureMap {
   size_t size() const { return names_.size(); }
   const std::vector<std::string>& names() const { return names_; }
   // The features of `params` of `family` on `shape`, and the first-principles
-  // estimate (*estimate_us) the model's target is relative to.
+  // estimate (*estimate_us) the model's target is relative to. `refined_us`:
+  // the estimate refined by measured neighbours (CostModel::Refined, from
+  // other problems' observations), when known (0: missing).
   // InvalidArgument where Predict refuses the configuration.
   absl::StatusOr<std::vector<float>> Of(const SeedFamily& family, v1::Layout layout,
                                         const KnobParams& params, const v1::Shape& shape,
-                                        const DeviceModel& device, double* estimate_us) const;
+                                        const DeviceModel& device, double* estimate_us,
+                                        double refined_us = 0) const;
 
  private:
   size_t Add(std::string name);

@@ -89,9 +89,9 @@ TEST(FeatureMap, OneSlotPerFamilyAndSearchedKnob) {
   SeedFamily other = special;
   other.name = "98_other";
   const FeatureMap map({tiled, other});
-  // 12 shape and estimate features, 4 bounds, 4 terms; 2 families with 4
+  // 13 shape and estimate features, 4 bounds, 4 terms; 2 families with 4
   // knobs each (shape knobs fold into "specialised").
-  EXPECT_EQ(map.size(), 12u + 4 + 4 + 2 * (1 + 4));
+  EXPECT_EQ(map.size(), 13u + 4 + 4 + 2 * (1 + 4));
   double est = 0;
   KnobParams p = WithDefaults(other, {{"SHAPE_M", "4096"}});
   absl::StatusOr<std::vector<float>> x = map.Of(other, v1::LAYOUT_NT, p, MakeShape(4096, 4096, 4096), DeviceModel(), &est);
@@ -105,6 +105,10 @@ TEST(FeatureMap, OneSlotPerFamilyAndSearchedKnob) {
   EXPECT_TRUE(std::isnan(at("family_99_tiled")));
   EXPECT_EQ(at("98_other.BM"), 128.f);
   EXPECT_TRUE(std::isnan(at("99_tiled.BM")));
+  EXPECT_TRUE(std::isnan(at("log2_refined_over_estimate")));
+  x = map.Of(other, v1::LAYOUT_NT, p, MakeShape(4096, 4096, 4096), DeviceModel(), &est, 2 * est);
+  ASSERT_TRUE(x.ok());
+  EXPECT_FLOAT_EQ(at("log2_refined_over_estimate"), 1.f);
 }
 
 }  // namespace
