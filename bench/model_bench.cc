@@ -196,7 +196,7 @@ std::optional<LearnedModel> Learn(const std::vector<ProblemPoints>& problems, co
   std::vector<float> y, w;
   for (const ProblemPoints& other : problems) {
     if (&other == &pp || other.problem.gpu() != pp.problem.gpu()) continue;
-    CostModel without(device);
+    CostModel without(device);  // observes nothing without `stack`
     for (const ProblemPoints& q : problems) {
       if (stack && &q != &pp && &q != &other && q.problem.gpu() == pp.problem.gpu()) {
         Observe(without, q, nullptr, device);
@@ -205,12 +205,14 @@ std::optional<LearnedModel> Learn(const std::vector<ProblemPoints>& problems, co
     double best = 0;
     for (const Point& q : other.points) best = best > 0 ? std::min(best, q.measured_us) : q.measured_us;
     for (const Point& q : other.points) {
-      double est = 0;
-      absl::StatusOr<Estimate> r = without.Refined(*q.family, other.problem.layout(), q.params,
-                                                   other.problem.shape(), k);
+      double est = 0, refined = 0;
+      if (stack) {
+        absl::StatusOr<Estimate> r = without.Refined(*q.family, other.problem.layout(), q.params,
+                                                     other.problem.shape(), k);
+        refined = r.ok() ? r->us : 0;
+      }
       absl::StatusOr<std::vector<float>> f = map.Of(*q.family, other.problem.layout(), q.params,
-                                                    other.problem.shape(), device, &est,
-                                                    stack && r.ok() ? r->us : 0);
+                                                    other.problem.shape(), device, &est, refined);
       if (!f.ok() || est <= 0 || q.measured_us <= 0) continue;
       x.push_back(*std::move(f));
       y.push_back(static_cast<float>(std::log(q.measured_us / est)));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "seeds/space.h"
 
 namespace anvil {
 namespace {
@@ -70,6 +71,22 @@ Proposal ProposalFor(SearchState& s, const Config& c, const std::vector<ProblemS
 }
 
 }  // namespace
+
+bool PlanToday(SearchState& s, const v1::Candidate& c, ProblemState& p, ConfigPlan& plan) {
+  const SeedFamily* f = s.FamilyOf(c);
+  if (f == nullptr || !f->searchable) return false;
+  KnobParams params(c.params().begin(), c.params().end());
+  if (IsSpecialised(*f, params)) {
+    std::optional<KnobParams> again = Specialise(*f, params, p.spec.shape);
+    if (!again) return false;
+    params = *std::move(again);
+  }
+  if (!CheckConfig(*f, p.spec.layout, params).ok()) return false;
+  std::vector<ProblemState*>& to = plan[s.Intern(*f, p.spec.layout, params)];
+  if (std::find(to.begin(), to.end(), &p) != to.end()) return false;
+  to.push_back(&p);
+  return true;
+}
 
 std::vector<Proposal> ConfigRound::Start(SearchState& s, const ConfigPlan& plan, bool within_budget) {
   configs_.clear();

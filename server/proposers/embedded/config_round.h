@@ -12,6 +12,12 @@
 
 namespace anvil {
 
+// Adds to `plan`, for `p`, the configuration of `c`'s knobs built from its
+// family's current source, specialised ones rebuilt for p's shape. False
+// (nothing added) when the family is gone or not searchable, the knobs are
+// not legal today, or p already has it in the plan.
+bool PlanToday(SearchState& s, const v1::Candidate& c, ProblemState& p, ConfigPlan& plan);
+
 class ConfigRound {
  public:
   // Proposes each configuration of `plan` for its problems that have not

@@ -199,6 +199,11 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
   return e;
 }
 
+double ShapeDistance(const v1::Shape& a, const v1::Shape& b) {
+  const auto l = [](int64_t x) { return std::log2(std::max<double>(double(x), 1.0)); };
+  return std::abs(l(a.m()) - l(b.m())) + std::abs(l(a.n()) - l(b.n())) + std::abs(l(a.k()) - l(b.k()));
+}
+
 void CostModel::Observe(ModelPoint o) {
   ++observations_;
   if (o.measured_us <= 0 || o.predicted_us <= 0) return;  // a failure: nothing to refine with

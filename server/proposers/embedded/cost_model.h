@@ -64,6 +64,11 @@ absl::StatusOr<Estimate> Predict(const SeedFamily& family, v1::Layout layout,
                                  const KnobParams& params, const v1::Shape& shape,
                                  const DeviceModel& device);
 
+// The distance between two problem shapes the model refines by: the sum of
+// |log2| differences of M, N and K (extents below 1 count as 1). Refined
+// computes the same from logarithms taken once per observation.
+double ShapeDistance(const v1::Shape& a, const v1::Shape& b);
+
 // A measured configuration: its predicted and measured device time.
 struct ModelPoint {
   std::string family;

@@ -7,13 +7,12 @@
 // kernel reads M, N and K at run time), a specialised one rebuilt for the new
 // problem (its shape knobs set to the new M, N and K).
 //
-// The distance is the cost model's between shapes (cost_model.h: the sum of
-// |log2| differences of M, N and K): what wins is decided by how the tiles
+// The distance is the cost model's between shapes (cost_model.h
+// ShapeDistance: the sum of |log2| differences of M, N and K): what wins is decided by how the tiles
 // fit each extent, how deep K runs (stages, split-K) and how many waves the
 // output makes, and each of those moves about one step per doubling of an
 // extent; the model refines its estimates with the same neighbours.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -26,17 +25,8 @@
 namespace anvil {
 namespace {
 
-double ShapeLogDistance(const v1::Shape& a, const v1::Shape& b) {
-  const auto l = [](int64_t x) { return std::log2(std::max<double>(double(x), 1.0)); };
-  return std::abs(l(a.m()) - l(b.m())) + std::abs(l(a.n()) - l(b.n())) + std::abs(l(a.k()) - l(b.k()));
-}
-
 bool SameKind(const v1::Problem& a, const v1::Problem& b) {
   return a.gpu() == b.gpu() && a.arch() == b.arch() && a.layout() == b.layout() && a.dtype() == b.dtype();
-}
-
-bool SameShape(const v1::Shape& a, const v1::Shape& b) {
-  return a.m() == b.m() && a.n() == b.n() && a.k() == b.k();
 }
 
 // Whether the store holds a measurement of the problem from another job.
@@ -65,8 +55,8 @@ class NeighboursStage : public OneRoundStage {
       ++fresh;
       std::vector<std::pair<double, const v1::Problem*>> near;
       for (const v1::Problem& q : *stored) {
-        const double d = ShapeLogDistance(p.problem.shape(), q.shape());
-        if (SameKind(p.problem, q) && !SameShape(p.problem.shape(), q.shape()) && d <= o.neighbour_distance) {
+        const double d = ShapeDistance(p.problem.shape(), q.shape());  // 0: the problem itself
+        if (SameKind(p.problem, q) && d > 0 && d <= o.neighbour_distance) {
           near.emplace_back(d, &q);
         }
       }
@@ -99,19 +89,7 @@ class NeighboursStage : public OneRoundStage {
     int taken = 0;
     for (const Exemplar& e : ex->fastest) {
       if (taken == o.neighbour_per_problem) break;
-      const SeedFamily* f = s.FamilyOf(e.candidate);
-      if (f == nullptr || !f->searchable) continue;
-      KnobParams params(e.candidate.params().begin(), e.candidate.params().end());
-      if (IsSpecialised(*f, params)) {
-        std::optional<KnobParams> again = Specialise(*f, params, p.spec.shape);
-        if (!again) continue;
-        params = *std::move(again);
-      }
-      if (!CheckConfig(*f, p.spec.layout, params).ok()) continue;
-      std::vector<ProblemState*>& to = plan[s.Intern(*f, p.spec.layout, params)];
-      if (std::find(to.begin(), to.end(), &p) != to.end()) continue;
-      to.push_back(&p);
-      ++taken;
+      taken += PlanToday(s, e.candidate, p, plan);
     }
     return taken;
   }

@@ -49,14 +49,7 @@ absl::StatusOr<ConfigPlan> TransferPlan(SearchState& s, const std::string& gpu) 
     int taken = 0;
     for (const Exemplar& e : *fastest) {
       if (taken == s.options().transfer_per_problem) break;
-      const SeedFamily* f = s.FamilyOf(e.candidate);
-      if (f == nullptr || !f->searchable) continue;
-      KnobParams params(e.candidate.params().begin(), e.candidate.params().end());
-      if (!CheckConfig(*f, p.spec.layout, params).ok()) continue;
-      std::vector<ProblemState*>& to = plan[s.Intern(*f, p.spec.layout, params)];
-      if (std::find(to.begin(), to.end(), &p) != to.end()) continue;
-      to.push_back(&p);
-      ++taken;
+      taken += PlanToday(s, e.candidate, p, plan);  // the same problem: a specialised one as it was
     }
     found += taken;
   }
