@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "sandbox/cgroup.h"
@@ -280,34 +281,110 @@ Result ExecFailure(const Spec& spec, Plan* plan, int err) {
 
 }  // namespace
 
-absl::StatusOr<Result> RunWith(const Spec& spec, const Capabilities& caps) {
+// A job spawned and under watch; what Run and Session share.
+struct Started {
+  Plan plan;
+  std::unique_ptr<JobCgroup> cgroup;
+  std::unique_ptr<Supervisor> supervisor;
+  std::optional<Result> failed;  // exec itself failed: the job's failure, nothing to watch
+};
+
+absl::StatusOr<Started> StartJob(const Spec& spec, const Capabilities& caps, bool keep_stdin_open) {
   if (absl::Status s = Validate(spec); !s.ok()) return s;
   absl::StatusOr<Plan> plan = MakePlan(spec, caps);
   if (!plan.ok()) return plan.status();
-  std::unique_ptr<JobCgroup> cgroup = MaybeCgroup(spec, caps, &*plan);
+  Started job;
+  job.plan = *std::move(plan);
+  job.cgroup = MaybeCgroup(spec, caps, &job.plan);
   Pipes pipes;
   if (!pipes.Open()) return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
-  SpawnRequest req{plan->command, BuildEnv(spec), spec.work_dir, plan->rlimits,
+  SpawnRequest req{job.plan.command, BuildEnv(spec), spec.work_dir, job.plan.rlimits,
                    pipes.fds[0], pipes.fds[3], pipes.fds[5],
-                   cgroup ? cgroup->procs_fd() : -1, plan->uid, plan->gid};
+                   job.cgroup ? job.cgroup->procs_fd() : -1, job.plan.uid, job.plan.gid};
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<Spawned> spawned = Spawn(req);
   pipes.CloseChildEnds();
   if (!spawned.ok()) return spawned.status();
-  if (spawned->pid < 0) return ExecFailure(spec, &*plan, spawned->exec_errno);
+  if (spawned->pid < 0) {
+    job.failed = ExecFailure(spec, &job.plan, spawned->exec_errno);
+    return job;
+  }
   SuperviseRequest sr{spawned->pid, pipes.Release(1), pipes.Release(2), pipes.Release(4),
-                      spec.stdin_data, spec.limits.output_cap_bytes, start,
-                      spec.limits.wall_time, spec.limits.kill_grace, cgroup.get(),
+                      spec.stdin_data, keep_stdin_open, spec.limits.output_cap_bytes, start,
+                      spec.limits.wall_time, spec.limits.kill_grace, job.cgroup.get(),
                       spec.limits.kill_at_output_cap, &spec.on_stdout, &spec.cancelled};
-  absl::StatusOr<Supervised> supervised = Supervise(sr);
-  const JobCgroup::Stats stats = cgroup ? cgroup->Finish() : JobCgroup::Stats();
+  job.supervisor = std::make_unique<Supervisor>(sr);
+  return job;
+}
+
+// The job's end, reaped, as a Result.
+absl::StatusOr<Result> EndJob(Started& job) {
+  if (job.failed) return *job.failed;
+  absl::StatusOr<Supervised> supervised = job.supervisor->Reap();
+  job.supervisor.reset();
+  const JobCgroup::Stats stats = job.cgroup ? job.cgroup->Finish() : JobCgroup::Stats();
   if (!supervised.ok()) return supervised.status();
-  return MakeResult(*supervised, stats, &*plan);
+  return MakeResult(*supervised, stats, &job.plan);
+}
+
+absl::StatusOr<Result> RunWith(const Spec& spec, const Capabilities& caps) {
+  absl::StatusOr<Started> job = StartJob(spec, caps, /*keep_stdin_open=*/false);
+  if (!job.ok()) return job.status();
+  if (job->supervisor) job->supervisor->RunUntil(nullptr);
+  return EndJob(*job);
 }
 
 }  // namespace internal
 
 absl::StatusOr<Result> Run(const Spec& spec) { return internal::RunWith(spec, Probe()); }
+
+struct Session::Job : internal::Started {};
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Start(const Spec& spec) {
+  Spec quiet = spec;  // the exchanges bring input and callbacks
+  quiet.stdin_data.clear();
+  quiet.on_stdout = nullptr;
+  quiet.cancelled = nullptr;
+  absl::StatusOr<internal::Started> job = internal::StartJob(quiet, Probe(), /*keep_stdin_open=*/true);
+  if (!job.ok()) return job.status();
+  std::unique_ptr<Session> session(new Session());
+  session->limits_ = spec.limits;
+  session->job_ = std::make_unique<Job>();
+  static_cast<internal::Started&>(*session->job_) = *std::move(job);
+  return session;
+}
+
+Session::Session() = default;
+
+Session::~Session() {
+  if (job_ && !ended_) (void)internal::EndJob(*job_);
+}
+
+absl::StatusOr<bool> Session::Send(const Exchange& e) {
+  if (ended_ || ended_by_itself_ || !job_->supervisor) return false;
+  on_stdout_ = e.on_stdout;
+  cancelled_ = e.cancelled;
+  const absl::Duration wall = e.wall_time > absl::ZeroDuration() ? e.wall_time : limits_.wall_time;
+  job_->supervisor->Arm(std::chrono::steady_clock::now(), wall, e.input, &on_stdout_, &cancelled_);
+  if (job_->supervisor->RunUntil(e.answered)) return true;
+  ended_by_itself_ = true;
+  return false;
+}
+
+absl::StatusOr<Result> Session::Finish() {
+  if (ended_) return absl::FailedPreconditionError("the session has ended");
+  ended_ = true;
+  if (job_->supervisor && !ended_by_itself_) {
+    // No more input: the job ends by itself within the grace, else is killed.
+    on_stdout_ = nullptr;
+    cancelled_ = nullptr;
+    job_->supervisor->Arm(std::chrono::steady_clock::now(), limits_.kill_grace + absl::Seconds(10), "",
+                          &on_stdout_, &cancelled_);
+    job_->supervisor->EndInput();
+    job_->supervisor->RunUntil(nullptr);
+  }
+  return internal::EndJob(*job_);
+}
 
 int64_t DefaultJobUid() { return geteuid() == 0 ? internal::kNobody : int64_t(geteuid()); }
 

@@ -3,7 +3,8 @@
 // and observable. What each protection does and where it falls back:
 // sandbox/SANDBOX.md.
 //
-// A job is one process tree started by Run(). Its failure (non-zero exit,
+// A job is one process tree started by Run() (or Session::Start, for a job
+// that answers many requests). Its failure (non-zero exit,
 // signal, timeout, output cap) is data in the Result; a non-OK status means
 // the sandbox itself failed (bad Spec, fork failed, namespaces demanded but
 // refused).
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +123,51 @@ struct Result {
 // except, without pid namespace and cgroup, processes that left the process
 // group (setsid) on their own.
 absl::StatusOr<Result> Run(const Spec& spec);
+
+// A job that answers exchange after exchange: started once, then sent input
+// and followed until its answer is complete, the way a process pool reuses
+// its workers (the runner measures batch after batch in one process). Every
+// protection of Run holds for the job's whole life; the limits hold per
+// exchange (the wall time from the exchange's start, the output cap per
+// stream per exchange). The Spec's stdin_data, on_stdout and cancelled are
+// not used: each exchange brings its own.
+// Thread-compatible: one caller at a time.
+class Session {
+ public:
+  static absl::StatusOr<std::unique_ptr<Session>> Start(const Spec& spec);
+  ~Session();  // a job still running is killed and reaped
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  struct Exchange {
+    std::string input;  // for the job's stdin, which stays open
+    // As Spec's, for this exchange.
+    std::function<std::optional<absl::Duration>(absl::string_view)> on_stdout;
+    std::function<bool()> cancelled;
+    // Checked after each piece of output: the answer is complete.
+    std::function<bool()> answered;
+    absl::Duration wall_time = absl::ZeroDuration();  // zero: the Spec's
+  };
+  // True when `answered` said so while the job runs on; false when the job
+  // ended first (it exited, or was killed at its deadline, its output cap or
+  // a cancel): Finish() then says how. Once false, always false.
+  absl::StatusOr<bool> Send(const Exchange& exchange);
+  // Closes stdin and lets a running job end by itself within the kill grace
+  // plus 10 s (then kills it), and reaps it. Its Result is the last
+  // exchange's (or the ending's) output, flags and wall time, with the job's
+  // CPU, memory and protections. Once only.
+  absl::StatusOr<Result> Finish();
+
+ private:
+  struct Job;
+  Session();
+  Limits limits_;
+  std::unique_ptr<Job> job_;
+  std::function<std::optional<absl::Duration>(absl::string_view)> on_stdout_;
+  std::function<bool()> cancelled_;
+  bool ended_ = false;            // Finish() was called
+  bool ended_by_itself_ = false;  // the job ended during an exchange
+};
 
 // What this node supports, probed once (the first call runs bwrap and may take
 // ~0.1 s) and cached; thread-safe.

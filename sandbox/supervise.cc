@@ -20,31 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One captured stream: keeps the first `cap` bytes, counts the rest.
-struct Capture {
-  int fd = -1;
-  std::string text;
-  bool truncated = false;
-
-  // Reads what is there; returns it (all of it, also beyond the cap).
-  absl::string_view ReadSome(int64_t cap) {
-    static thread_local char buf[65536];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return {};
-    if (n <= 0) {
-      close(fd);
-      fd = -1;
-      return {};
-    }
-    const size_t room = cap > static_cast<int64_t>(text.size())
-                            ? static_cast<size_t>(cap) - text.size() : 0;
-    const size_t keep = std::min(room, static_cast<size_t>(n));
-    text.append(buf, keep);
-    if (keep < static_cast<size_t>(n)) truncated = true;
-    return absl::string_view(buf, static_cast<size_t>(n));
-  }
-};
-
 int PidfdOpen(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -58,78 +33,106 @@ int MillisUntil(Clock::time_point t) {
   return static_cast<int>(std::clamp<int64_t>(ms, 0, 1000));
 }
 
-class Supervisor {
- public:
-  explicit Supervisor(const SuperviseRequest& r) : r_(r) {
-    out_.fd = r.stdout_fd;
-    err_.fd = r.stderr_fd;
-    stdin_fd_ = r.stdin_fd;
-    if (r.stdin_data.empty()) CloseStdin();
-    pidfd_ = PidfdOpen(r.pid);
-    limit_at_ = r.start + absl::ToChronoNanoseconds(r.wall_time);
-    SetDeadline(limit_at_);
-  }
-  ~Supervisor() {
-    CloseStdin();
-    for (Capture* c : {&out_, &err_}) {
-      if (c->fd >= 0) close(c->fd);
-    }
-    if (pidfd_ >= 0) close(pidfd_);
-  }
+}  // namespace
 
-  absl::StatusOr<Supervised> Run();
+// Reads what is there; returns it (all of it, also beyond the cap); keeps
+// the first `cap` bytes and counts the rest.
+absl::string_view Supervisor::Capture::ReadSome(int64_t cap) {
+  static thread_local char buf[65536];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return {};
+  if (n <= 0) {
+    close(fd);
+    fd = -1;
+    return {};
+  }
+  const size_t room = cap > static_cast<int64_t>(text.size())
+                          ? static_cast<size_t>(cap) - text.size() : 0;
+  const size_t keep = std::min(room, static_cast<size_t>(n));
+  text.append(buf, keep);
+  if (keep < static_cast<size_t>(n)) truncated = true;
+  return absl::string_view(buf, static_cast<size_t>(n));
+}
 
- private:
-  bool MainExited();
-  void Escalate();
-  void PollOnce(int timeout_ms);
-  void WriteStdin();
-  void CloseStdin() {
-    if (stdin_fd_ >= 0) close(stdin_fd_);
-    stdin_fd_ = -1;
-  }
-  // The deadline moves while the job runs (0 phase only), never past limit_at_.
-  void SetDeadline(Clock::time_point t) {
-    if (phase_ != 0) return;
-    term_at_ = std::min(t, limit_at_);
-    kill_at_ = term_at_ + absl::ToChronoNanoseconds(r_.kill_grace);
-  }
-  void OnStdout(absl::string_view chunk) {
-    if (chunk.empty() || r_.on_stdout == nullptr || !*r_.on_stdout) return;
-    if (std::optional<absl::Duration> left = (*r_.on_stdout)(chunk)) {
-      SetDeadline(Clock::now() + absl::ToChronoNanoseconds(std::max(*left, absl::ZeroDuration())));
-    }
-  }
-  // kill_at_output_cap: a stream over the cap ends the job now.
-  void CheckCap() {
-    if (!r_.kill_at_output_cap || output_capped_ || !(out_.truncated || err_.truncated)) return;
-    output_capped_ = true;
-    KillEverything();
-    phase_ = 2;
-  }
-  // Spec.cancelled: the work is no longer wanted; kill it now.
-  void CheckCancelled() {
-    if (phase_ == 2 || r_.cancelled == nullptr || !*r_.cancelled || !(*r_.cancelled)()) return;
-    cancelled_ = true;
-    KillEverything();
-    phase_ = 2;
-  }
-  void KillEverything() {
-    kill(-r_.pid, SIGKILL);
-    if (r_.cgroup != nullptr) r_.cgroup->Kill();
-  }
+Supervisor::Supervisor(const SuperviseRequest& r) : r_(r) {
+  out_.fd = r.stdout_fd;
+  err_.fd = r.stderr_fd;
+  stdin_fd_ = r.stdin_fd;
+  keep_stdin_open_ = r.keep_stdin_open;
+  pidfd_ = PidfdOpen(r.pid);
+  Arm(r.start, r.wall_time, std::string(r.stdin_data), r.on_stdout, r.cancelled);
+}
 
-  const SuperviseRequest& r_;
-  Capture out_, err_;
-  int stdin_fd_ = -1;
-  size_t stdin_written_ = 0;
-  int pidfd_ = -1;
-  Clock::time_point limit_at_, term_at_, kill_at_;
-  int phase_ = 0;  // 0 running, 1 SIGTERM sent, 2 SIGKILL sent
-  bool timed_out_ = false;
-  bool output_capped_ = false;
-  bool cancelled_ = false;
-};
+Supervisor::~Supervisor() {
+  CloseStdin();
+  for (Capture* c : {&out_, &err_}) {
+    if (c->fd >= 0) close(c->fd);
+  }
+  if (pidfd_ >= 0) close(pidfd_);
+}
+
+void Supervisor::Arm(Clock::time_point start, absl::Duration wall_time, std::string input,
+                     const std::function<std::optional<absl::Duration>(absl::string_view)>* on_stdout,
+                     const std::function<bool()>* cancelled) {
+  r_.on_stdout = on_stdout;
+  r_.cancelled = cancelled;
+  start_ = start;
+  pending_ = std::move(input);
+  stdin_written_ = 0;
+  if (pending_.empty() && !keep_stdin_open_) CloseStdin();
+  for (Capture* c : {&out_, &err_}) {
+    c->text.clear();
+    c->truncated = false;
+  }
+  timed_out_ = output_capped_ = cancelled_ = false;
+  limit_at_ = start + absl::ToChronoNanoseconds(wall_time);
+  SetDeadline(limit_at_);
+}
+
+void Supervisor::EndInput() {
+  keep_stdin_open_ = false;
+  if (stdin_written_ == pending_.size()) CloseStdin();
+}
+
+void Supervisor::CloseStdin() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
+  stdin_fd_ = -1;
+}
+
+// The deadline moves while the job runs (0 phase only), never past limit_at_.
+void Supervisor::SetDeadline(Clock::time_point t) {
+  if (phase_ != 0) return;
+  term_at_ = std::min(t, limit_at_);
+  kill_at_ = term_at_ + absl::ToChronoNanoseconds(r_.kill_grace);
+}
+
+void Supervisor::OnStdout(absl::string_view chunk) {
+  if (chunk.empty() || r_.on_stdout == nullptr || !*r_.on_stdout) return;
+  if (std::optional<absl::Duration> left = (*r_.on_stdout)(chunk)) {
+    SetDeadline(Clock::now() + absl::ToChronoNanoseconds(std::max(*left, absl::ZeroDuration())));
+  }
+}
+
+// kill_at_output_cap: a stream over the cap ends the job now.
+void Supervisor::CheckCap() {
+  if (!r_.kill_at_output_cap || output_capped_ || !(out_.truncated || err_.truncated)) return;
+  output_capped_ = true;
+  KillEverything();
+  phase_ = 2;
+}
+
+// Spec.cancelled: the work is no longer wanted; kill it now.
+void Supervisor::CheckCancelled() {
+  if (phase_ == 2 || r_.cancelled == nullptr || !*r_.cancelled || !(*r_.cancelled)()) return;
+  cancelled_ = true;
+  KillEverything();
+  phase_ = 2;
+}
+
+void Supervisor::KillEverything() {
+  kill(-r_.pid, SIGKILL);
+  if (r_.cgroup != nullptr) r_.cgroup->Kill();
+}
 
 bool Supervisor::MainExited() {
   siginfo_t info;
@@ -160,9 +163,8 @@ void Supervisor::WriteStdin() {
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  const size_t left = r_.stdin_data.size() - stdin_written_;
-  const ssize_t n = write(stdin_fd_, r_.stdin_data.data() + stdin_written_,
-                          std::min<size_t>(left, 65536));
+  const size_t left = pending_.size() - stdin_written_;
+  const ssize_t n = write(stdin_fd_, pending_.data() + stdin_written_, std::min<size_t>(left, 65536));
   const int err = errno;
   if (n < 0 && err == EPIPE) {
     struct timespec zero = {0, 0};
@@ -170,7 +172,9 @@ void Supervisor::WriteStdin() {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (n > 0) stdin_written_ += static_cast<size_t>(n);
-  if ((n < 0 && err != EINTR && err != EAGAIN) || stdin_written_ == r_.stdin_data.size()) {
+  if (n < 0 && err != EINTR && err != EAGAIN) {
+    CloseStdin();  // the reader is gone
+  } else if (stdin_written_ == pending_.size() && !keep_stdin_open_) {
     CloseStdin();
   }
 }
@@ -181,21 +185,23 @@ void Supervisor::PollOnce(int timeout_ms) {
   for (Capture* c : {&out_, &err_}) {
     if (c->fd >= 0) fds[n++] = {c->fd, POLLIN, 0};
   }
-  if (stdin_fd_ >= 0) fds[n++] = {stdin_fd_, POLLOUT, 0};
+  const bool to_write = stdin_fd_ >= 0 && stdin_written_ < pending_.size();
+  if (to_write) fds[n++] = {stdin_fd_, POLLOUT, 0};
   if (pidfd_ >= 0) fds[n++] = {pidfd_, POLLIN, 0};
   if (poll(fds, static_cast<nfds_t>(n), timeout_ms) <= 0) return;
   for (int i = 0; i < n; ++i) {
     if (fds[i].revents == 0) continue;
     if (fds[i].fd == out_.fd) OnStdout(out_.ReadSome(r_.output_cap));
     else if (fds[i].fd == err_.fd) err_.ReadSome(r_.output_cap);
-    else if (fds[i].fd == stdin_fd_ && (fds[i].revents & POLLOUT)) WriteStdin();
-    else if (fds[i].fd == stdin_fd_) CloseStdin();  // POLLERR: the reader is gone
+    else if (to_write && fds[i].fd == stdin_fd_ && (fds[i].revents & POLLOUT)) WriteStdin();
+    else if (to_write && fds[i].fd == stdin_fd_) CloseStdin();  // POLLERR: the reader is gone
   }
 }
 
-absl::StatusOr<Supervised> Supervisor::Run() {
+bool Supervisor::RunUntil(const std::function<bool()>& answered) {
   Clock::time_point last_warning = Clock::now();
   while (!MainExited()) {
+    if (answered && phase_ == 0 && answered()) return true;
     Escalate();
     const Clock::time_point next = phase_ == 0 ? term_at_ : phase_ == 1 ? kill_at_
                                                                         : Clock::now() + std::chrono::seconds(1);
@@ -209,7 +215,11 @@ absl::StatusOr<Supervised> Supervisor::Run() {
       spdlog::warn("sandbox: pid {} survives SIGKILL (uninterruptible sleep?); waiting", r_.pid);
     }
   }
-  KillEverything();  // what the main process left behind
+  return false;
+}
+
+absl::StatusOr<Supervised> Supervisor::Reap() {
+  KillEverything();  // what the main process left behind, or the whole job
   CloseStdin();
   const Clock::time_point drain_until = Clock::now() + std::chrono::seconds(1);
   while ((out_.fd >= 0 || err_.fd >= 0) && Clock::now() < drain_until) {
@@ -223,11 +233,11 @@ absl::StatusOr<Supervised> Supervisor::Run() {
     return absl::InternalError(absl::StrCat("lost track of job pid ", r_.pid, ": ",
                                             strerror(errno), " (is SIGCHLD ignored?)"));
   }
-  s.wall_seconds = std::chrono::duration<double>(Clock::now() - r_.start).count();
+  s.wall_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   s.timed_out = timed_out_;
   s.output_capped = output_capped_;
   s.cancelled = cancelled_;
-  s.time_limit_seconds = std::chrono::duration<double>(term_at_ - r_.start).count();
+  s.time_limit_seconds = std::chrono::duration<double>(term_at_ - start_).count();
   s.out = std::move(out_.text);
   s.err = std::move(err_.text);
   s.out_truncated = out_.truncated;
@@ -235,11 +245,10 @@ absl::StatusOr<Supervised> Supervisor::Run() {
   return s;
 }
 
-}  // namespace
-
 absl::StatusOr<Supervised> Supervise(const SuperviseRequest& request) {
   Supervisor supervisor(request);
-  return supervisor.Run();
+  supervisor.RunUntil(nullptr);
+  return supervisor.Reap();
 }
 
 }  // namespace anvil::sandbox::internal

@@ -35,8 +35,10 @@ using testing::TestsDir;
 
 v1::Shape S(int m, int n, int k) { return MakeShape(m, n, k); }
 
-const MeasureSpec kScreen{v1::FIDELITY_SCREEN, "graph-cold"};
-const MeasureSpec kFull{v1::FIDELITY_FULL, ""};
+const MeasureSpec kScreen{v1::FIDELITY_SCREEN, "graph-cold", ""};
+const MeasureSpec kFull{v1::FIDELITY_FULL, "", ""};
+// A job's screens: one runner stays up for batch after batch.
+const MeasureSpec kWarmScreen{v1::FIDELITY_SCREEN, "graph-cold", "batch-test-job"};
 
 class Batch : public ::testing::Test {
  public:
@@ -170,8 +172,10 @@ TEST_F(Batch, AScreenSharesEachProblemsBaselinesAndAgreesWithTheFullFigure) {
 // Every hostile and broken case between two good candidates, screened: it
 // gets the verdict and reason it gets alone, and the good ones pass with a
 // graph-cold figure, whatever it did to the process (a crash, a hang, a
-// sticky error or changed process state restart the batch's rest).
-void CheckFolderInBatches(const std::string& folder) {
+// sticky error or changed process state restart the batch's rest). With
+// kWarmScreen the batches follow each other in a runner that stays up while
+// they leave it fit: each case meets the process the cases before it left.
+void CheckFolderInBatches(const std::string& folder, const MeasureSpec& spec) {
   absl::StatusOr<std::vector<Fixture>> fixtures = LoadFixtures(TestsDir(), folder);
   ASSERT_TRUE(fixtures.ok()) << fixtures.status();
   std::vector<v1::Candidate> seeds = Batch::SeedConfigurations();
@@ -192,7 +196,7 @@ void CheckFolderInBatches(const std::string& folder) {
     hostile.candidate = c;
     hostile.build = *b;
     hostile.shapes = {shape};
-    absl::StatusOr<std::vector<RunnerResults>> got = Batch::Measure({before, hostile, after}, kScreen);
+    absl::StatusOr<std::vector<RunnerResults>> got = Batch::Measure({before, hostile, after}, spec);
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), 3u);
     for (const RunnerResults& r : *got) ASSERT_EQ(r.measurements.size(), 1u);
@@ -213,9 +217,53 @@ void CheckFolderInBatches(const std::string& folder) {
   }
 }
 
-TEST_F(Batch, BrokenVariantsInABatchGetTheirVerdictAlone) { CheckFolderInBatches("broken"); }
+TEST_F(Batch, BrokenVariantsInABatchGetTheirVerdictAlone) { CheckFolderInBatches("broken", kScreen); }
 TEST_F(Batch, AdversarialCandidatesInABatchGetTheirVerdictAlone) {
-  CheckFolderInBatches("adversarial");
+  CheckFolderInBatches("adversarial", kScreen);
+}
+TEST_F(Batch, BrokenVariantsInARunnerThatStaysUpGetTheirVerdictAlone) {
+  CheckFolderInBatches("broken", kWarmScreen);
+  host_->EndWarmRunner();
+}
+TEST_F(Batch, AdversarialCandidatesInARunnerThatStaysUpGetTheirVerdictAlone) {
+  CheckFolderInBatches("adversarial", kWarmScreen);
+  host_->EndWarmRunner();
+}
+
+// A job's screens, batch after batch, in one runner process: the later
+// batches start no process, carry the baselines the first timed, and agree
+// with a fresh process's screen of the same candidate.
+TEST_F(Batch, AJobsBatchesShareOneRunnerThatStaysUp) {
+  const std::vector<v1::Candidate> seeds = SeedConfigurations();
+  ASSERT_GE(seeds.size(), 2u);
+  absl::StatusOr<Toolchain> t = Toolchain::Find();
+  ASSERT_TRUE(t.ok()) << t.status();
+  RunnerHost host(testing::RunnerOptionsIn(*t, *scratch_, FixtureProtocol()));
+  const std::vector<v1::Shape> shape = {S(1000, 1000, 1000)};
+  const BatchEntry a = Built(seeds.front(), shape);
+  const BatchEntry b = Built(seeds.back(), shape);
+  std::vector<double> warm_us;
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch({a, b}, kWarmScreen, {});
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (const RunnerResults& r : *got) {
+      EXPECT_EQ(r.runner_starts, round == 0 ? 1 : 0);
+      const v1::Measurement& m = r.measurements.at(0);
+      ASSERT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.reason() << " " << m.detail();
+      EXPECT_EQ(m.fidelity(), v1::FIDELITY_SCREEN);
+      if (round > 0) {
+        EXPECT_LT(m.profile().at("runner_s.process"), 0.2) << "no start-up charged";
+      }
+    }
+    warm_us.push_back(got->at(1).measurements[0].timings().graph_cold().median_us());
+  }
+  host.EndWarmRunner();
+  absl::StatusOr<std::vector<RunnerResults>> fresh = host.MeasureBatch({b}, kScreen, {});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const double fresh_us = fresh->at(0).measurements.at(0).timings().graph_cold().median_us();
+  std::printf("%s 1000^3 graph-cold: warm runner %.3f / %.3f / %.3f us, fresh process %.3f us\n",
+              b.candidate.name().c_str(), warm_us[0], warm_us[1], warm_us[2], fresh_us);
+  for (double us : warm_us) EXPECT_NEAR(us, fresh_us, 0.10 * fresh_us);
 }
 
 // The baselines a screen timed in one runner process stand in for timing

@@ -84,8 +84,9 @@ std::vector<absl::StatusOr<v1::Build>> LocalEvaluator::Build(const std::vector<v
   return builder_.BuildAll(candidates, context.cancelled, context.built);
 }
 
-// Screens of one figure share a runner process (a batch); a full measurement
-// or a re-check has its own, as verification needs fresh processes.
+// Screens of one figure share a runner process (a batch), which a job's
+// later batches reuse while it stays up; a full measurement or a re-check
+// has its own, as verification needs fresh processes.
 std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::Measure(
     const std::vector<MeasureRequest>& requests, const WorkContext& context) {
   std::vector<absl::StatusOr<MeasureResult>> out(requests.size(), absl::UnknownError("not measured"));
@@ -125,6 +126,8 @@ std::vector<absl::StatusOr<MeasureResult>> LocalEvaluator::MeasureBatch(
   MeasureSpec spec;
   spec.fidelity = requests.front()->fidelity;
   spec.figure = requests.front()->figure;
+  // A job's screens go to a runner that stays up between its batches.
+  if (spec.fidelity == v1::FIDELITY_SCREEN && !requests.front()->recheck) spec.keep_warm_for = context.job_id;
   absl::StatusOr<std::vector<RunnerResults>> ev =
       runner_.MeasureBatch(entries, spec, lt_algos_, context.cancelled);
   if (!ev.ok()) return std::vector<absl::StatusOr<MeasureResult>>(requests.size(), ev.status());

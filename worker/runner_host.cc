@@ -70,15 +70,6 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   algos.push_back(std::move(tuned));
 }
 
-struct RunnerHost::Attempt {
-  std::vector<v1::Measurement> measurements;
-  std::vector<v1::LtAlgo> tuned;
-  std::vector<v1::ScreenedBaselines> screened;
-  std::optional<v1::RunnerInfo> info;
-  sandbox::Result result;
-  double limit_s = 0;        // the limit in force when the runner ended...
-  std::string limit_basis;   // ...and what it was
-};
 
 // The measurement of the problem a runner was on when it stopped early.
 v1::Measurement RunnerHost::StoppedRun(const v1::Candidate& c, const v1::Shape& shape,
@@ -153,6 +144,26 @@ void RunnerHost::AddScreened(const std::vector<BatchItem>& items, const std::vec
   }
 }
 
+// What every runner process of this host is given: the runner, its
+// directory, the CUDA toolkit and the GPU, the memory and output limits.
+sandbox::Spec RunnerHost::RunnerSpec(const std::string& work_dir) const {
+  sandbox::Spec spec;
+  spec.argv = {options_.toolchain.runner};
+  spec.env = {"HOME=" + work_dir, "TMPDIR=" + work_dir, "LC_ALL=C"};
+  spec.env_passthrough = {"CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"};
+  spec.work_dir = work_dir;
+  const std::string runner_dir =
+      std::filesystem::path(options_.toolchain.runner).parent_path().string();
+  spec.binds.push_back({std::filesystem::canonical(runner_dir + "/..").string(), "", false});
+  spec.binds.push_back({options_.toolchain.cuda_root, "", false});
+  spec.gpu = true;
+  spec.limits.memory_max_bytes = options_.memory_max_bytes;
+  spec.limits.output_cap_bytes = options_.limits.output_cap_bytes;
+  spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run
+  spec.isolation = options_.isolation;
+  return spec;
+}
+
 absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest& request,
                                                       const std::function<bool()>& cancelled) {
   std::string json;
@@ -162,29 +173,16 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest&
   absl::StatusOr<sandbox::ScratchDir> scratch =
       sandbox::ScratchDir::Create(options_.scratch_dir, "anvil-run-");
   if (!scratch.ok()) return scratch.status();
-  sandbox::Spec spec;
-  spec.argv = {options_.toolchain.runner};
-  spec.env = {"HOME=" + scratch->path(), "TMPDIR=" + scratch->path(), "LC_ALL=C"};
-  spec.env_passthrough = {"CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"};
-  spec.stdin_data = json;
-  spec.work_dir = scratch->path();
-  const std::string runner_dir =
-      std::filesystem::path(options_.toolchain.runner).parent_path().string();
-  spec.binds.push_back({std::filesystem::canonical(runner_dir + "/..").string(), "", false});
+  sandbox::Spec spec = RunnerSpec(scratch->path());
+  spec.stdin_data = json + "\n";
   std::set<std::string> libraries;
   for (const v1::RunnerItem& item : request.items()) {
     if (libraries.insert(item.library()).second) spec.binds.push_back({item.library(), "", false});
   }
-  spec.binds.push_back({options_.toolchain.cuda_root, "", false});
-  spec.gpu = true;
   const RunnerLimits& limits = options_.limits;
   spec.limits.wall_time = limits.startup_timeout +
                           FixedProblemLimit(limits, request.protocol().profile_counters()) *
                               request.items_size();
-  spec.limits.memory_max_bytes = options_.memory_max_bytes;
-  spec.limits.output_cap_bytes = limits.output_cap_bytes;
-  spec.limits.kill_at_output_cap = true;  // a device printf flood ends the run
-  spec.isolation = options_.isolation;
   RunnerWatch watch(limits, request.protocol().profile_counters());
   spec.on_stdout = [&watch](absl::string_view chunk) { return watch.OnStdout(chunk); };
   spec.cancelled = cancelled;
@@ -325,6 +323,7 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
   }
   const std::string figure =
       protocol.screen_figure().empty() ? std::string(kDefaultFigure) : protocol.screen_figure();
+  const bool warm = !spec.keep_warm_for.empty() && protocol.fidelity() == v1::FIDELITY_SCREEN;
   int starts = 0;
   for (size_t next = 0; next < batch.items.size();) {
     v1::RunnerRequest req;
@@ -338,9 +337,9 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     req.set_device(options_.device);
     if (protocol.fidelity() == v1::FIDELITY_SCREEN) AddScreened(batch.items, entries, figure, req);
     if (cancelled && cancelled()) return absl::CancelledError("the measurement was cancelled");
-    absl::StatusOr<Attempt> a = RunOnce(req, cancelled);
+    absl::StatusOr<Attempt> a = warm ? RunWarm(req, spec.keep_warm_for, cancelled) : RunOnce(req, cancelled);
     if (!a.ok()) return a.status();
-    ++starts;
+    if (!a->reused) ++starts;
     if (a->info) {
       for (RunnerResults& r : out) r.info = a->info;
     }
@@ -352,6 +351,12 @@ absl::StatusOr<std::vector<RunnerResults>> RunnerHost::MeasureBatch(
     bool forged = false;
     const size_t k = batch.Take(a->measurements, sent, &forged);
     if (k == sent.size()) break;
+    if (warm) EndWarmRunner();  // the rest in a fresh process, whatever stopped it
+    // A runner that stayed up and ended before its batch's first measurement
+    // failed as a process (something an earlier batch left behind), not as
+    // the item's candidate: the batch runs again in a fresh one, once.
+    if (a->reused && k == 0 && !a->answered) continue;
+    forged = forged || a->answered;  // "done" before every item was answered
     next = sent[k];
     const sandbox::Result& r = a->result;
     // A sticky CUDA error (3) or changed process state (5) after a finished

@@ -11,12 +11,18 @@
 // cheats yields one with the verdict and reason, never an error of the
 // caller. The vendor baselines a screen timed are kept (for kScreenedMaxAge)
 // and sent to later runners' screens of the problem, so each problem's
-// baselines are timed about once per job, not once per process.
+// baselines are timed about once per job, not once per process. Screens
+// that name a job (MeasureSpec::keep_warm_for) go to a runner that stays up
+// between batches (one per host: the job's and protocol's; RUNNER.md), so a
+// batch costs no process start; a reused runner that ends before its first
+// item's measurement is the process's failure, and that batch runs again in
+// a fresh one.
 // Thread-safe for distinct GPUs; one Measure per GPU at a time.
 #ifndef ANVIL_WORKER_RUNNER_HOST_H_
 #define ANVIL_WORKER_RUNNER_HOST_H_
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +82,10 @@ std::vector<BatchItem> OrderByProblem(const std::vector<BatchEntry>& entries);
 struct MeasureSpec {
   v1::Fidelity fidelity = v1::FIDELITY_UNSPECIFIED;
   std::string figure;
+  // Screens only: a key (the job) under which the batch may go to a runner
+  // that stays up, kept for later batches of the same key and protocol.
+  // "": a process of its own.
+  std::string keep_warm_for;
 };
 
 // Puts a newly tuned choice in `algos`, in place of any earlier one for the same
@@ -87,10 +97,15 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 // state drifts.
 inline constexpr absl::Duration kScreenedMaxAge = absl::Minutes(30);
 
+// A runner that stays up is replaced after this many items (its loaded
+// libraries add up) or when it was idle this long.
+inline constexpr int kWarmRunnerItems = 1000;
+inline constexpr absl::Duration kWarmRunnerIdle = absl::Seconds(60);
+
 class RunnerHost {
  public:
-  explicit RunnerHost(RunnerHostOptions options)
-      : ceilings_(options.ceilings), options_(std::move(options)) {}
+  explicit RunnerHost(RunnerHostOptions options);
+  ~RunnerHost();  // ends a runner that stays up
 
   // REQUIRES: build.verdict() == PASSED. `known` are cached cuBLASLt choices
   // (those marked retune are tuned again, themselves among the contenders).
@@ -117,11 +132,29 @@ class RunnerHost {
   std::optional<v1::Ceilings> ceilings() const;
   // How many problems' screened baselines are kept for later runners.
   size_t screened_size() const;
+  // Ends the runner that stays up, if any (the next keep-warm batch starts one).
+  void EndWarmRunner();
 
  private:
-  struct Attempt;
+  // One runner process (or one exchange with a runner that stays up):
+  // what it sent and how it ended.
+  struct Attempt {
+    std::vector<v1::Measurement> measurements;
+    std::vector<v1::LtAlgo> tuned;
+    std::vector<v1::ScreenedBaselines> screened;
+    std::optional<v1::RunnerInfo> info;
+    sandbox::Result result;
+    double limit_s = 0;        // the limit in force when the runner ended...
+    std::string limit_basis;   // ...and what it was
+    bool reused = false;       // a runner that stayed up from an earlier batch
+    bool answered = false;     // it said the batch was done and stays up
+  };
   struct BatchState;
+  struct Warm;
   absl::StatusOr<Attempt> RunOnce(const v1::RunnerRequest& request, const std::function<bool()>& cancelled);
+  absl::StatusOr<Attempt> RunWarm(v1::RunnerRequest request, const std::string& key,
+                                  const std::function<bool()>& cancelled);
+  sandbox::Spec RunnerSpec(const std::string& work_dir) const;
   void Collect(const RunnerWatch& watch, Attempt* a);
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   v1::Measurement ForgedRun(const v1::Candidate& c, const v1::Shape& shape) const;
@@ -137,6 +170,8 @@ class RunnerHost {
     absl::Time at;
   };
   std::vector<Screened> screened_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex warm_mu_;
+  std::unique_ptr<Warm> warm_ ABSL_GUARDED_BY(warm_mu_);
   RunnerHostOptions options_;
 };
 

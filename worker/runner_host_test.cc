@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -144,7 +145,6 @@ class FakeBatchRunnerTest : public ::testing::Test {
     const std::string runner = dir_->path() + "/bin/fake-runner";
     std::ofstream(runner) << R"(#!/usr/bin/env python3
 import json, os, signal, sys, time
-req = json.load(sys.stdin)  # lowerCamelCase, as protobuf writes JSON
 def emit(e):
     print(json.dumps(e), flush=True)
 def measurement(item, verdict, reason=""):
@@ -152,42 +152,56 @@ def measurement(item, verdict, reason=""):
     return {"measurement": {"candidate_id": item["candidateId"],
             "problem": {"shape": item["shape"], "layout": item.get("layout", "LAYOUT_NT")},
             "verdict": verdict, "reason": reason, "detail": "had=%d" % had, "seconds": 0.01,
-            "gpu_uuid": PROCESS,
+            "gpu_uuid": PROCESS, "versions": item["library"],
             "fidelity": req.get("protocol", {}).get("fidelity", "FIDELITY_FULL")}}
 PROCESS = os.urandom(8).hex()  # pids repeat across pid namespaces
-protocol = req.get("protocol", {})
-screen = protocol.get("fidelity") == "FIDELITY_SCREEN"
-figure = protocol.get("screenFigure") or "graph-cold"
 def key(shape):
     return (shape.get("m"), shape.get("n"), shape.get("k"))
-sent = [key(b["shape"]) for b in req.get("screened", [])]
 timed = set()
-emit({"info": {"gpu": "FakeGPU", "arch": "sm_90a"}})
-for item in req["items"]:
-    what = item["candidateId"].split("-")[0]
-    emit({"problem_start": {"reference_call_us": 10, "candidate_calls": 100, "baseline_calls": 300}})
-    if screen and key(item["shape"]) not in sent and key(item["shape"]) not in timed:
-        timed.add(key(item["shape"]))  # a first screen of the problem: its baselines, for the host
-        emit({"screened": {"shape": item["shape"], "layout": "LAYOUT_NT", "figure": figure,
-              "records": [{"name": "cublas", "timings": {"graph_cold": {"median_us": 10}}}],
-              "reference_call_us": 10, "excess_err": 1e-5}})
-    if what == "crash":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif what == "hang":
-        time.sleep(1000)
-    elif what == "flood":
-        while True:
-            sys.stdout.write("device printf flood\n")
-    elif what == "forge":
-        emit(measurement(dict(item, candidateId="good-forged"), "VERDICT_PASSED"))
-    elif what == "sticky":
-        emit(measurement(item, "VERDICT_CRASHED", "cuda_error"))
-        sys.exit(3)
-    elif what == "state":
-        emit(measurement(item, "VERDICT_PASSED"))
-        sys.exit(5)
-    else:
-        emit(measurement(item, "VERDICT_PASSED"))
+started = poisoned = False
+for line in sys.stdin:  # one request a line; the next only after keepAlive
+    if poisoned:
+        sys.exit(4)  # an earlier batch's candidate left the process unusable
+    req = json.loads(line)  # lowerCamelCase, as protobuf writes JSON
+    protocol = req.get("protocol", {})
+    screen = protocol.get("fidelity") == "FIDELITY_SCREEN"
+    figure = protocol.get("screenFigure") or "graph-cold"
+    sent = [key(b["shape"]) for b in req.get("screened", [])]
+    if not started:
+        emit({"info": {"gpu": "FakeGPU", "arch": "sm_90a"}})
+        started = True
+    for item in req["items"]:
+        what = item["candidateId"].split("-")[0]
+        emit({"problem_start": {"reference_call_us": 10, "candidate_calls": 100, "baseline_calls": 300}})
+        if screen and key(item["shape"]) not in sent and key(item["shape"]) not in timed:
+            timed.add(key(item["shape"]))  # a first screen of the problem: its baselines, for the host
+            emit({"screened": {"shape": item["shape"], "layout": "LAYOUT_NT", "figure": figure,
+                  "records": [{"name": "cublas", "timings": {"graph_cold": {"median_us": 10}}}],
+                  "reference_call_us": 10, "excess_err": 1e-5}})
+        if what == "crash":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        elif what == "hang":
+            time.sleep(1000)
+        elif what == "flood":
+            while True:
+                sys.stdout.write("device printf flood\n")
+        elif what == "forge":
+            emit(measurement(dict(item, candidateId="good-forged"), "VERDICT_PASSED"))
+        elif what == "sticky":
+            emit(measurement(item, "VERDICT_CRASHED", "cuda_error"))
+            sys.exit(3)
+        elif what == "state":
+            emit(measurement(item, "VERDICT_PASSED"))
+            sys.exit(5)
+        elif what == "early":  # says its batch is done before the rest is measured
+            emit({"batch_end": {"items": len(req["items"])}})
+            time.sleep(1000)
+        else:
+            poisoned = poisoned or what == "poison"
+            emit(measurement(item, "VERDICT_PASSED"))
+    if not req.get("keepAlive"):
+        break
+    emit({"batch_end": {"items": len(req["items"])}})
 )";
     chmod(runner.c_str(), 0755);
     options_.toolchain.runner = runner;
@@ -205,6 +219,19 @@ for item in req["items"]:
     std::ofstream(e.build.artifact()) << "not a library";
     for (int p = 0; p < problems; ++p) e.shapes.push_back(MakeShape(64 * (p + 1), 64, 64));
     return e;
+  }
+  static MeasureSpec Screen(const std::string& figure, const std::string& job = "") {
+    MeasureSpec s;
+    s.fidelity = v1::FIDELITY_SCREEN;
+    s.figure = figure;
+    s.keep_warm_for = job;
+    return s;
+  }
+  static MeasureSpec Full(const std::string& job = "") {
+    MeasureSpec s;
+    s.fidelity = v1::FIDELITY_FULL;
+    s.keep_warm_for = job;
+    return s;
   }
   std::optional<sandbox::ScratchDir> dir_;
   RunnerHostOptions options_;
@@ -225,7 +252,7 @@ TEST(OrderByProblem, ItemsComeProblemByProblemInTheEntriesOrder) {
 TEST_F(FakeBatchRunnerTest, OneProcessMeasuresTheWholeBatchWithItsFidelity) {
   RunnerHost host(options_);
   absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch(
-      {Entry("good-a", 2), Entry("good-b", 2), Entry("good-c", 1)}, {v1::FIDELITY_SCREEN, "graph-cold"}, {});
+      {Entry("good-a", 2), Entry("good-b", 2), Entry("good-c", 1)}, Screen("graph-cold"), {});
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 3u);
   std::set<std::string> processes;
@@ -261,16 +288,22 @@ TEST_F(FakeBatchRunnerTest, AFailingCandidateCostsOnlyItselfAndTheRestRunFresh) 
     std::string reason;
     bool rest_of_its_items_run;
   };
-  for (const Case& c : std::vector<Case>{{"crash-x", v1::VERDICT_CRASHED, "crashed", true},
-                                         {"sticky-x", v1::VERDICT_CRASHED, "cuda_error", true},
-                                         {"state-x", v1::VERDICT_PASSED, "", true},
-                                         {"hang-x", v1::VERDICT_TIMEOUT, "timeout", false},
-                                         {"flood-x", v1::VERDICT_CRASHED, "output_flood", false},
-                                         {"forge-x", v1::VERDICT_CHEAT, "forged_output", true}}) {
-    SCOPED_TRACE(c.id);
+  std::vector<Case> cases = {{"crash-x", v1::VERDICT_CRASHED, "crashed", true},
+                             {"sticky-x", v1::VERDICT_CRASHED, "cuda_error", true},
+                             {"state-x", v1::VERDICT_PASSED, "", true},
+                             {"hang-x", v1::VERDICT_TIMEOUT, "timeout", false},
+                             {"flood-x", v1::VERDICT_CRASHED, "output_flood", false},
+                             {"forge-x", v1::VERDICT_CHEAT, "forged_output", true}};
+  for (const std::string job : {"", "job-1"}) {  // a process per batch, and one that stays up
+  if (!job.empty()) cases.push_back({"early-x", v1::VERDICT_CHEAT, "forged_output", true});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.id + " " + job);
     RunnerHost host(options_);
+    if (!job.empty()) {  // the runner that stays up has measured a batch before
+      ASSERT_TRUE(host.MeasureBatch({Entry("good-0", 1)}, Screen("", job), {}).ok());
+    }
     absl::StatusOr<std::vector<RunnerResults>> got =
-        host.MeasureBatch({Entry("good-a", 2), Entry(c.id, 2), Entry("good-b", 2)}, {v1::FIDELITY_SCREEN, ""}, {});
+        host.MeasureBatch({Entry("good-a", 2), Entry(c.id, 2), Entry("good-b", 2)}, Screen("", job), {});
     ASSERT_TRUE(got.ok()) << got.status();
     // Problem by problem: good-a, x, good-b on the first problem, then the second.
     const v1::Measurement& first = (*got)[1].measurements[0];
@@ -291,7 +324,8 @@ TEST_F(FakeBatchRunnerTest, AFailingCandidateCostsOnlyItselfAndTheRestRunFresh) 
     }
     // good-b's first item ran in a process after the one that failed.
     EXPECT_NE((*got)[2].measurements[0].gpu_uuid(), (*got)[0].measurements[0].gpu_uuid());
-    EXPECT_GE((*got)[0].runner_starts, 2);
+    EXPECT_GE((*got)[0].runner_starts, job.empty() ? 2 : 1);
+  }
   }
 }
 
@@ -310,21 +344,79 @@ TEST_F(FakeBatchRunnerTest, LaterProcessesScreenWithTheBaselinesEarlierOnesTimed
     return out;
   };
   const std::vector<std::string> none = {"had=0", "had=0"}, both = {"had=1", "had=1"};
-  EXPECT_EQ(details("good-a", {v1::FIDELITY_SCREEN, ""}), none);
+  EXPECT_EQ(details("good-a", Screen("")), none);
   EXPECT_EQ(host.screened_size(), 2u);
-  EXPECT_EQ(details("good-b", {v1::FIDELITY_SCREEN, "graph-cold"}), both);
-  EXPECT_EQ(details("good-c", {v1::FIDELITY_FULL, ""}), none);
-  EXPECT_EQ(details("good-d", {v1::FIDELITY_SCREEN, "device"}), none);
+  EXPECT_EQ(details("good-b", Screen("graph-cold")), both);
+  EXPECT_EQ(details("good-c", Full()), none);
+  EXPECT_EQ(details("good-d", Screen("device")), none);
   EXPECT_EQ(host.screened_size(), 4u);  // graph-cold and device, per problem
-  EXPECT_EQ(details("good-e", {v1::FIDELITY_SCREEN, "device"}), both);
+  EXPECT_EQ(details("good-e", Screen("device")), both);
 }
 
 TEST_F(FakeBatchRunnerTest, ACancelledBatchAnswersCancelled) {
   RunnerHost host(options_);
   absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch(
-      {Entry("good-a", 1), Entry("hang-x", 1)}, {v1::FIDELITY_SCREEN, ""}, {},
+      {Entry("good-a", 1), Entry("hang-x", 1)}, Screen(""), {},
       [start = absl::Now()] { return absl::Now() - start > absl::Milliseconds(500); });
   EXPECT_TRUE(absl::IsCancelled(got.status())) << got.status();
+  got = host.MeasureBatch({Entry("good-a", 1), Entry("hang-x", 1)}, Screen("", "job-1"), {},
+                          [start = absl::Now()] { return absl::Now() - start > absl::Milliseconds(500); });
+  EXPECT_TRUE(absl::IsCancelled(got.status())) << got.status();
+  got = host.MeasureBatch({Entry("good-b", 1)}, Screen("", "job-1"), {});  // a fresh runner
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].measurements[0].verdict(), v1::VERDICT_PASSED);
+}
+
+// A job's screens go to one runner that stays up, batch after batch; another
+// job, or a full measurement, gets a process of its own. The runner opens
+// each library through a read-only directory of its own, never by the
+// build's own path.
+TEST_F(FakeBatchRunnerTest, AJobsScreensShareARunnerThatStaysUp) {
+  RunnerHost host(options_);
+  auto measure = [&](const std::string& id, const MeasureSpec& spec) -> std::optional<RunnerResults> {
+    absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch({Entry(id, 2)}, spec, {});
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) return std::nullopt;
+    for (const v1::Measurement& m : (*got)[0].measurements) EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED);
+    return (*got)[0];
+  };
+  std::optional<RunnerResults> a = measure("good-a", Screen("", "job-1"));
+  std::optional<RunnerResults> b = measure("good-b", Screen("", "job-1"));
+  ASSERT_TRUE(a && b);
+  const std::string opened = b->measurements[0].versions();  // the library path it was given
+  EXPECT_FALSE(absl::StartsWith(opened, dir_->path())) << opened;
+  std::ifstream in(opened);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "not a library") << opened;
+  std::optional<RunnerResults> c = measure("good-c", Screen("", "job-2"));  // ends job-1's runner
+  std::optional<RunnerResults> d = measure("good-d", Full("job-2"));
+  ASSERT_TRUE(c && d);
+  EXPECT_FALSE(std::filesystem::exists(opened));  // its directory went with it
+  EXPECT_EQ(a->runner_starts, 1);
+  EXPECT_EQ(b->runner_starts, 0);
+  EXPECT_EQ(a->measurements[0].gpu_uuid(), b->measurements[1].gpu_uuid());
+  EXPECT_NE(b->measurements[0].gpu_uuid(), c->measurements[0].gpu_uuid());
+  EXPECT_NE(c->measurements[0].gpu_uuid(), d->measurements[0].gpu_uuid());
+  EXPECT_TRUE(b->info.has_value());
+  EXPECT_EQ(d->measurements[0].versions(), dir_->path() + "/good-d.so");
+}
+
+// A runner that stayed up and dies before its batch's first measurement
+// failed as a process: the batch runs again in a fresh one, and its first
+// candidate is not charged.
+TEST_F(FakeBatchRunnerTest, AReusedRunnerThatDiesBeforeItsFirstItemIsReplacedNotBlamed) {
+  RunnerHost host(options_);
+  absl::StatusOr<std::vector<RunnerResults>> first =
+      host.MeasureBatch({Entry("good-a", 1), Entry("poison-x", 1)}, Screen("", "job-1"), {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::vector<RunnerResults>> second =
+      host.MeasureBatch({Entry("good-b", 2)}, Screen("", "job-1"), {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  for (const v1::Measurement& m : (*second)[0].measurements) {
+    EXPECT_EQ(m.verdict(), v1::VERDICT_PASSED) << m.detail();
+    EXPECT_NE(m.gpu_uuid(), (*first)[0].measurements[0].gpu_uuid());
+  }
+  EXPECT_EQ((*second)[0].runner_starts, 1);
 }
 
 }  // namespace

@@ -58,6 +58,10 @@ std::optional<absl::Duration> RunnerWatch::OnStdout(absl::string_view chunk) {
   return left;
 }
 
+void RunnerWatch::Resume() {
+  Phase(limits_.setup_timeout, absl::StrFormat("set-up (%.3g s)", absl::ToDoubleSeconds(limits_.setup_timeout)), 0);
+}
+
 void RunnerWatch::Finish() {
   if (!partial_.empty()) OnLine(partial_);
   partial_.clear();
@@ -68,6 +72,7 @@ std::optional<absl::Duration> RunnerWatch::OnLine(absl::string_view line) {
   v1::RunnerEvent e;
   if (!google::protobuf::util::JsonStringToMessage(std::string(line), &e).ok()) return std::nullopt;
   events_.push_back(e);
+  if (e.has_batch_end()) batch_ended_ = true;
   const std::string setup = absl::StrFormat("set-up (%.3g s)", absl::ToDoubleSeconds(limits_.setup_timeout));
   if (e.has_info()) return Phase(limits_.setup_timeout, setup, 0);
   if (e.has_problem_start()) {

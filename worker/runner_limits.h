@@ -58,6 +58,11 @@ class RunnerWatch {
   std::optional<absl::Duration> OnStdout(absl::string_view chunk);
   // Parses a last line without newline; call once the runner has ended.
   void Finish();
+  // For a runner that stays up, at a later request: it has started, so the
+  // first phase is set-up, not start-up.
+  void Resume();
+  // Whether a BatchEnd event came: the request's batch is done.
+  bool batch_ended() const { return batch_ended_; }
 
   const std::vector<v1::RunnerEvent>& events() const { return events_; }
   // The limit in force for the phase the runner was in when it ended, and
@@ -83,6 +88,7 @@ class RunnerWatch {
   double current_s_ = 0, reference_us_ = 0;
   std::string basis_;
   std::vector<Applied> applied_;
+  bool batch_ended_ = false;
 };
 
 }  // namespace anvil

@@ -11,8 +11,12 @@ Prints, for the job (default: the newest):
   over the job's wall time), seconds until each problem's first measurement,
   and, with --curve (anvil optimize --curve), the geomean of every problem's
   best-so-far speedup at 2, 5, 10, 13 and 15 minutes, and the runners' own
-  account of where the items' time went (steps, process start-up); with --util (nvidia-smi
-  utilization.gpu samples, one per second) the mean reported utilization.
+  account of where the items' time went (steps, process start-up); the GPU's
+  timeline after the job's first minute, by the runners' clocks (each item
+  from its start, process start-up included, to its end: the share of time
+  some item was on the GPU, and the gaps between items); with --util
+  (nvidia-smi utilization.gpu samples, one per second) the mean reported
+  utilization.
 """
 import argparse
 import csv
@@ -72,6 +76,34 @@ def phases(db, job, created, budget):
           f"({items / max(seen, 1) * 1e3:.0f} ms each); {parts}")
 
 
+def timeline(db, job, created, skip_s=60.0):
+    """The share of time from skip_s after the job's start to its last item
+    in which some item was on the GPU, and the gaps between items."""
+    rows = db.execute("SELECT measured_at, seconds, profile FROM measurements WHERE job_id = ?",
+                      (job,)).fetchall()
+    spans = []
+    for at, secs, profile in rows:
+        end = (at - created) / 1e3
+        start = end - (secs or 0) - json.loads(profile or "{}").get("runner_s.process", 0)
+        if end > skip_s:
+            spans.append((max(start, skip_s), end))
+    if not spans:
+        return
+    spans.sort()
+    covered, gaps, cur = 0.0, [], skip_s
+    for a, b in spans:
+        if a > cur:
+            gaps.append(a - cur)
+        covered += max(0.0, b - max(a, cur))
+        cur = max(cur, b)
+    span = cur - skip_s
+    big = [g for g in gaps if g > 0.5]
+    print(f"GPU timeline from {skip_s:.0f} s to the last item ({span:.0f} s), by the runners' clocks: "
+          f"an item on the GPU {covered / max(span, 1e-9):.1%} of it; gaps {sum(gaps):.1f} s "
+          f"({len(big)} over 0.5 s: {sum(big):.1f} s; {len(gaps) - len(big)} shorter: "
+          f"{sum(gaps) - sum(big):.1f} s)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("store")
@@ -128,6 +160,7 @@ def main():
               f"{(len(inside) - s_in) / budget * 60:.1f} full/min, {b_in / budget * 60:.1f} builds/min, "
               f"the items' own runner time {busy / budget:.1%} of it")
         phases(db, job, created, budget)
+    timeline(db, job, created)
     if a.util:
         with open(a.util) as f:
             vals = [float(r[0].split()[0]) for r in csv.reader(f) if r and r[0].strip()[0].isdigit()]

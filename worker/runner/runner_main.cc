@@ -1,20 +1,25 @@
 // anvil-runner: measures built candidates on problems (RUNNER.md).
-// Reads a RunnerRequest (JSON) on stdin and writes RunnerEvents (JSON, one per
-// line) on stdout: info, ceilings, then per problem its ProblemStart, newly
-// tuned cuBLASLt choices, Measurement and (a screen that timed the problem's
-// baselines) its ScreenedBaselines, each as soon as it is done; its own
-// stdout then points at stderr, so a candidate's printing cannot forge an
-// event. A request is a batch of `items`, (candidate, problem) pairs measured
-// in order, each candidate's library opened at its first item and kept
-// loaded; a library that cannot be opened is CRASHED not_loadable on each of
-// its items, and the rest go on.
+// Reads a RunnerRequest (JSON, one line) on stdin and writes RunnerEvents
+// (JSON, one per line) on stdout: info, ceilings, then per problem its
+// ProblemStart, newly tuned cuBLASLt choices, Measurement and (a screen that
+// timed the problem's baselines) its ScreenedBaselines, each as soon as it is
+// done; its own stdout then points at stderr, so a candidate's printing
+// cannot forge an event, and its stdin at /dev/null, so a candidate cannot
+// read the requests. A request is a batch of `items`, (candidate, problem)
+// pairs measured in order, each candidate's library opened at its first item
+// and kept loaded; a library that cannot be opened is CRASHED not_loadable on
+// each of its items, and the rest go on. A request marked keep_alive is
+// followed, once its batch is done and the process state checked, by a
+// BatchEnd event and the next request line (the same protocol, device and
+// seccomp); the end of input ends the process.
 // Exit codes:
-//   0  done.
+//   0  done (or the end of input after a keep_alive batch).
 //   2  bad request.
 //   3  a candidate left the CUDA context unusable (a sticky error): its
 //      item's measurement was emitted; the later items were not run.
 //   4  the runner itself failed.
-//   5  after an item whose next item is another candidate's,
+//   5  after an item whose next item is another candidate's (or the last of a
+//      keep_alive batch),
 //      the process-wide state (host threads, current device and context,
 //      device limits and configuration, the stream's attributes, device
 //      memory in use) differs from the start-up state, which could change
@@ -27,9 +32,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <google/protobuf/util/json_util.h>
@@ -72,6 +76,35 @@ void Emit(const v1::RunnerEvent& event) {
   std::fwrite(line.data(), 1, line.size(), g_events);
   std::fputc('\n', g_events);
   std::fflush(g_events);
+}
+
+// The requests come on the runner's own copy of the stdin it was given;
+// stdin itself then reads /dev/null, so a candidate that reads stdin takes
+// nothing meant for the runner.
+FILE* g_requests = nullptr;
+
+absl::Status KeepStdinForRequests() {
+  const int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0) {
+    return absl::InternalError("cannot set stdin aside for the runner's requests");
+  }
+  close(null);
+  g_requests = fdopen(fd, "r");
+  if (g_requests == nullptr) return absl::InternalError("cannot open the runner's request stream");
+  return absl::OkStatus();
+}
+
+// The next request line, without its newline; nullopt at the end of input.
+std::optional<std::string> ReadRequestLine() {
+  char* line = nullptr;
+  size_t capacity = 0;
+  const ssize_t n = getline(&line, &capacity, g_requests);
+  std::optional<std::string> out;
+  if (n >= 0) out.emplace(line, static_cast<size_t>(n));
+  free(line);
+  if (out && !out->empty() && out->back() == '\n') out->pop_back();
+  return out;
 }
 
 int Fail(int code, const std::string& message) {
@@ -214,15 +247,11 @@ absl::Status PrimeVendorState(RunnerContext& ctx) {
   return absl::OkStatus();
 }
 
-// The batch. Candidates share the process (RUNNER.md): between one
-// candidate's last item and the next candidate, the process state must be
-// what it was at start-up, else the process ends (exit 5) and the host runs
-// the rest of the batch in a fresh one.
-int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device,
-             std::chrono::steady_clock::time_point started) {
-  if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
-  absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
-  if (!start.ok()) return Fail(4, std::string(start.status().message()));
+// What outlives a batch in a process that stays up: the start-up state every
+// candidate is compared with, the libraries opened, the cuBLASLt choices
+// tuned, and how many items were measured (each item's seed is its own).
+struct ProcessLife {
+  ProcessState start;
   // Opened at each candidate's first item, after the seccomp filter, and
   // kept for the process's life: the CUDA runtime may still refer to their
   // kernels (CandidateLibrary never unmaps one).
@@ -230,25 +259,35 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
   // Choices tuned in this process, looked up first: a later item of the
   // problem uses them as they are instead of tuning again.
   LtAlgos tuned;
+  uint64_t items = 0;
+};
+
+// The batch. Candidates share the process (RUNNER.md): between one
+// candidate's last item and the next candidate (and after a keep_alive
+// batch's last item), the process state must be what it was at start-up,
+// else the process ends (exit 5) and the host runs the rest in a fresh one.
+// `from`: when the batch's request arrived (or the process started).
+int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device, ProcessLife& life,
+             std::chrono::steady_clock::time_point from) {
   const uint64_t seed = ctx.seed;
-  auto outside_from = started;  // the time outside items, charged to the next one
+  auto outside_from = from;  // the time outside items, charged to the next one
   for (int i = 0; i < req.items_size(); ++i) {
     const v1::RunnerItem& item = req.items(i);
     // Inputs of their own for every item: an earlier candidate's freed
     // outputs and references, still readable in device memory, were computed
-    // from other inputs (the golden-ratio step is odd, so no two items share
-    // a seed).
-    ctx.seed = seed + 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
-    auto [lib, added] = libraries.try_emplace(item.library(), absl::UnknownError(""));
+    // from other inputs (the golden-ratio step is odd, so no two items of a
+    // process share a seed).
+    ctx.seed = seed + 0x9E3779B97F4A7C15ull * ++life.items;
+    auto [lib, added] = life.libraries.try_emplace(item.library(), absl::UnknownError(""));
     if (added) lib->second = CandidateLibrary::Open(item.library());
     if (!lib->second.ok()) {
       EmitNotLoadable(item, ctx, device, lib->second.status());
     } else {
       LtCached algos;
-      FindAlgos(tuned, item.shape(), item.layout(), ctx.cublas_version, &algos);
+      FindAlgos(life.tuned, item.shape(), item.layout(), ctx.cublas_version, &algos);
       FindAlgos(req.lt_algos(), item.shape(), item.layout(), ctx.cublas_version, &algos);
       const double outside_s = SecondsSince(outside_from);
-      if (int rc = MeasureItem(item, algos, ctx, **lib->second, device, &tuned, outside_s); rc != 0) {
+      if (int rc = MeasureItem(item, algos, ctx, **lib->second, device, &life.tuned, outside_s); rc != 0) {
         return rc;
       }
       for (v1::ScreenedBaselines& b : ctx.screened.TakeFresh()) {
@@ -258,11 +297,12 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
       }
       outside_from = std::chrono::steady_clock::now();
     }
-    if (i + 1 == req.items_size() || SameCandidate(item, req.items(i + 1))) continue;
+    const bool last = i + 1 == req.items_size();
+    if (last ? !req.keep_alive() : SameCandidate(item, req.items(i + 1))) continue;
     // Persisting L2 lines a candidate set aside would favour or hinder the next.
     if (cudaCtxResetPersistingL2Cache() != cudaSuccess) cudaGetLastError();
     absl::StatusOr<ProcessState> now = CaptureProcessState(ctx.stream);
-    const std::string changes = now.ok() ? DescribeChanges(*start, *now)
+    const std::string changes = now.ok() ? DescribeChanges(life.start, *now)
                                          : absl::StrCat("cannot read it: ", now.status().message());
     if (!changes.empty()) {
       return Fail(5, absl::StrCat("the process state changed after candidate ", item.candidate_id(),
@@ -284,16 +324,52 @@ absl::Status CheckRequest(const v1::RunnerRequest& req) {
   return CheckProtocol(req.protocol());
 }
 
+// A request line, parsed, its protocol's defaults filled in and checked;
+// else the exit-2 failure.
+absl::StatusOr<v1::RunnerRequest> ParseRequest(const std::string& line) {
+  v1::RunnerRequest req;
+  if (!google::protobuf::util::JsonStringToMessage(line, &req).ok()) {
+    return absl::InvalidArgumentError("stdin is not a RunnerRequest in JSON, one per line");
+  }
+  FillDefaults(*req.mutable_protocol());
+  if (absl::Status st = CheckRequest(req); !st.ok()) return st;
+  return req;
+}
+
+// A later request of a process that stays up keeps what start-up was made
+// for: the protocol, device and seccomp.
+bool SameSettings(const v1::RunnerRequest& a, const v1::RunnerRequest& b) {
+  std::string pa, pb;
+  (void)a.protocol().SerializeToString(&pa);
+  (void)b.protocol().SerializeToString(&pb);
+  return pa == pb && a.device() == b.device() && a.seccomp() == b.seccomp();
+}
+
+// The host's baselines from earlier processes, those fit to stand in here
+// and not already timed here.
+void TakeScreened(const v1::RunnerRequest& req, RunnerContext& ctx) {
+  for (const v1::ScreenedBaselines& b : req.screened()) {
+    const v1::Shape& s = b.shape();
+    if (ctx.plan.screen && BaselineCache::Usable(b, ctx.protocol, ctx.plan.figure) &&
+        ctx.screened.Find(int(s.m()), int(s.n()), int(s.k()), b.layout()) == nullptr) {
+      ctx.screened.Put(b, /*fresh=*/false);
+    }
+  }
+}
+
+uint64_t SeedOf(const v1::RunnerRequest& req, std::chrono::steady_clock::time_point now) {
+  return req.seed() ? req.seed() : uint64_t(now.time_since_epoch().count());
+}
+
 int Main() {
   auto t0 = std::chrono::steady_clock::now();
   if (absl::Status st = KeepStdoutForEvents(); !st.ok()) return Fail(4, std::string(st.message()));
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  v1::RunnerRequest req;
-  if (!google::protobuf::util::JsonStringToMessage(input, &req).ok()) {
-    return Fail(2, "stdin is not a RunnerRequest in JSON");
-  }
-  FillDefaults(*req.mutable_protocol());
-  if (absl::Status st = CheckRequest(req); !st.ok()) return Fail(2, std::string(st.message()));
+  if (absl::Status st = KeepStdinForRequests(); !st.ok()) return Fail(4, std::string(st.message()));
+  std::optional<std::string> line = ReadRequestLine();
+  if (!line) return Fail(2, "no request on stdin");
+  absl::StatusOr<v1::RunnerRequest> first = ParseRequest(*line);
+  if (!first.ok()) return Fail(2, std::string(first.status().message()));
+  v1::RunnerRequest req = *std::move(first);
   absl::StatusOr<std::unique_ptr<CuptiMonitor>> monitor = CuptiMonitor::Start();
   if (!monitor.ok()) return Fail(4, std::string(monitor.status().message()));
   absl::StatusOr<Device> device = OpenDevice(req.device());
@@ -308,17 +384,12 @@ int Main() {
   ctx.monitor = monitor->get();
   ctx.protocol = req.protocol();
   ctx.plan = PlanFor(ctx.protocol);
-  // The host's baselines from earlier processes, those fit to stand in here.
-  for (const v1::ScreenedBaselines& b : req.screened()) {
-    if (ctx.plan.screen && BaselineCache::Usable(b, ctx.protocol, ctx.plan.figure)) {
-      ctx.screened.Put(b, /*fresh=*/false);
-    }
-  }
+  TakeScreened(req, ctx);
   ctx.gpu = device->info.gpu();
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
   ctx.l2_bytes = device->info.l2_bytes();
-  ctx.seed = req.seed() ? req.seed() : uint64_t(t0.time_since_epoch().count());
+  ctx.seed = SeedOf(req, t0);
   absl::StatusOr<DeviceMemory> flush = DeviceMemory::Allocate(ctx.protocol.flush_bytes());
   if (!flush.ok()) return Fail(4, std::string(flush.status().message()));
   ctx.flush = std::move(*flush);
@@ -345,7 +416,29 @@ int Main() {
   v1::RunnerEvent info;
   *info.mutable_info() = device->info;
   Emit(info);
-  return RunBatch(req, ctx, *device, t0);
+
+  ProcessLife life;
+  if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
+  absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
+  if (!start.ok()) return Fail(4, std::string(start.status().message()));
+  life.start = *std::move(start);
+  for (auto from = t0;;) {
+    if (int rc = RunBatch(req, ctx, *device, life, from); rc != 0 || !req.keep_alive()) return rc;
+    v1::RunnerEvent end;
+    end.mutable_batch_end()->set_items(req.items_size());
+    Emit(end);
+    line = ReadRequestLine();
+    if (!line) return 0;
+    from = std::chrono::steady_clock::now();
+    absl::StatusOr<v1::RunnerRequest> next = ParseRequest(*line);
+    if (!next.ok()) return Fail(2, std::string(next.status().message()));
+    if (!SameSettings(req, *next)) {
+      return Fail(2, "a later request changed the protocol, device or seccomp of the first");
+    }
+    req = *std::move(next);
+    TakeScreened(req, ctx);
+    ctx.seed = SeedOf(req, from);
+  }
 }
 
 }  // namespace
