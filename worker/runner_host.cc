@@ -189,6 +189,7 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunOnce(const v1::RunnerRequest&
   absl::StatusOr<sandbox::Result> run = sandbox::Run(spec);
   if (!run.ok()) return run.status();
   if (run->cancelled) return absl::CancelledError("the measurement was cancelled");
+  NoteEnd(*run);
   watch.Finish();
   Attempt a;
   a.result = *run;

@@ -22,6 +22,7 @@
 #define ANVIL_WORKER_RUNNER_HOST_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,12 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned);
 // state drifts.
 inline constexpr absl::Duration kScreenedMaxAge = absl::Minutes(30);
 
+// Why a runner process ended, in a few words for the log: "done",
+// "timeout", "output flood", "signal N", "sticky CUDA error", "state
+// changed: <facts>" (exit 5: the facts that differed, e.g. "threads",
+// "device memory in use"), or "exit N".
+std::string ProcessEndReason(const sandbox::Result& r);
+
 // A runner that stays up is replaced after this many items (its loaded
 // libraries add up) or when it was idle this long.
 inline constexpr int kWarmRunnerItems = 1000;
@@ -159,6 +166,9 @@ class RunnerHost {
   v1::Measurement StoppedRun(const v1::Candidate& c, const v1::Shape& shape, const Attempt& a) const;
   v1::Measurement ForgedRun(const v1::Candidate& c, const v1::Shape& shape) const;
   void KeepScreened(std::vector<v1::ScreenedBaselines> got);
+  // Counts a runner process's end by reason; the first of each reason is
+  // logged with the runner's last words, the tally when the host ends.
+  void NoteEnd(const sandbox::Result& r);
   void AddScreened(const std::vector<BatchItem>& items, const std::vector<BatchEntry>& entries,
                    const std::string& figure, v1::RunnerRequest& req) const;
   mutable absl::Mutex mu_;
@@ -170,6 +180,8 @@ class RunnerHost {
     absl::Time at;
   };
   std::vector<Screened> screened_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> ends_ ABSL_GUARDED_BY(mu_);  // runner processes by end reason
+  int reused_batches_ ABSL_GUARDED_BY(mu_) = 0;           // batches a runner that stayed up took
   absl::Mutex warm_mu_;
   std::unique_ptr<Warm> warm_ ABSL_GUARDED_BY(warm_mu_);
   RunnerHostOptions options_;

@@ -55,6 +55,26 @@ TEST(MergeTunedAlgo, AppendsAChoiceForANewProblem) {
   EXPECT_EQ(algos[0].algo(), "first");
 }
 
+TEST(ProcessEndReason, SaysWhyARunnerEndedInAFewWords) {
+  sandbox::Result r;
+  r.exit_code = 0;
+  EXPECT_EQ(ProcessEndReason(r), "done");
+  r.exit_code = 5;
+  r.stderr_text =
+      "anvil-runner: the process state changed after candidate c1 (/tmp/libs/0-c1.so): device memory in "
+      "use grew by 1100 MiB (1024 MiB allowed); threads 4 -> 5; the rest of the batch needs a fresh process\n";
+  EXPECT_EQ(ProcessEndReason(r), "state changed: device memory in use, threads");
+  r.stderr_text = "garbled";
+  EXPECT_EQ(ProcessEndReason(r), "state changed");
+  r.exit_code = 3;
+  EXPECT_EQ(ProcessEndReason(r), "sticky CUDA error");
+  r.exit_code = -1;
+  r.term_signal = 11;
+  EXPECT_EQ(ProcessEndReason(r), "signal 11");
+  r.timed_out = true;
+  EXPECT_EQ(ProcessEndReason(r), "timeout");
+}
+
 // A stand-in for anvil-runner (a test double): a shell script that speaks
 // the runner's protocol as far as `events`, then does what `then` says.
 class FakeRunnerTest : public ::testing::Test {

@@ -4,15 +4,20 @@
 // start, CUDA context or vendor library set-up. Its candidates' libraries
 // reach it through a read-only directory of its own, bound when it starts
 // and filled (hard links, else copies) as batches name them: it sees no other
-// build of the node.
+// build of the node. Also the account of why runner processes end, which
+// says how long they stay up.
 #include <filesystem>
 #include <map>
 #include <optional>
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "sandbox/sandbox.h"
+#include "spdlog/spdlog.h"
 #include "worker/runner_host.h"
 
 namespace anvil {
@@ -48,10 +53,52 @@ struct RunnerHost::Warm {
   }
 };
 
+std::string ProcessEndReason(const sandbox::Result& r) {
+  if (r.timed_out) return "timeout";
+  if (r.output_capped) return "output flood";
+  if (r.cancelled) return "cancelled";
+  if (r.term_signal != 0) return absl::StrCat("signal ", r.term_signal);
+  if (r.exit_code == 0) return "done";
+  if (r.exit_code == 3) return "sticky CUDA error";
+  if (r.exit_code != 5) return absl::StrCat("exit ", r.exit_code);
+  // "...after candidate ID (LIBRARY): FACT a -> b; FACT ...; the rest of the batch..."
+  absl::string_view text = r.stderr_text;
+  const size_t from = text.find("): ");
+  const size_t to = text.find("; the rest of the batch");
+  if (from == absl::string_view::npos || to == absl::string_view::npos || to < from) return "state changed";
+  std::vector<std::string> facts;
+  for (absl::string_view clause : absl::StrSplit(text.substr(from + 3, to - from - 3), "; ")) {
+    facts.emplace_back(absl::StartsWith(clause, "device memory in use") ? "device memory in use"
+                                                                          : clause.substr(0, clause.find(' ')));
+  }
+  return absl::StrCat("state changed: ", absl::StrJoin(facts, ", "));
+}
+
 RunnerHost::RunnerHost(RunnerHostOptions options)
     : ceilings_(options.ceilings), options_(std::move(options)) {}
 
-RunnerHost::~RunnerHost() { EndWarmRunner(); }
+RunnerHost::~RunnerHost() {
+  EndWarmRunner();
+  absl::MutexLock lock(&mu_);
+  if (ends_.empty()) return;
+  std::vector<std::string> parts;
+  int processes = 0;
+  for (const auto& [why, n] : ends_) {
+    processes += n;
+    parts.push_back(absl::StrCat(why, " ", n));
+  }
+  spdlog::info("runner processes: {} ended ({}); {} batches taken by a runner that stayed up", processes,
+               absl::StrJoin(parts, ", "), reused_batches_);
+}
+
+void RunnerHost::NoteEnd(const sandbox::Result& r) {
+  const std::string why = ProcessEndReason(r);
+  absl::MutexLock lock(&mu_);
+  if (ends_[why]++ == 0 && why != "done") {
+    const std::string& err = r.stderr_text;
+    spdlog::info("a runner process ended ({}): {}", why, err.size() > 400 ? "..." + err.substr(err.size() - 400) : err);
+  }
+}
 
 void RunnerHost::EndWarmRunner() {
   std::unique_ptr<Warm> ending;
@@ -59,7 +106,9 @@ void RunnerHost::EndWarmRunner() {
     absl::MutexLock lock(&warm_mu_);
     ending = std::move(warm_);
   }
-  if (ending && ending->session) (void)ending->session->Finish();  // it ends at the end of input
+  if (!ending || !ending->session) return;
+  absl::StatusOr<sandbox::Result> ended = ending->session->Finish();  // it ends at the end of input
+  if (ended.ok()) NoteEnd(*ended);
 }
 
 absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest request, const std::string& job,
@@ -115,6 +164,10 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest reques
   a.answered = answered.ok() && *answered;
   std::optional<v1::RunnerInfo> info = w.info;
   if (a.answered) {
+    if (reused) {
+      absl::MutexLock count(&mu_);
+      ++reused_batches_;
+    }
     a.result.exit_code = 0;
     a.result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - sent);
     w.items += request.items_size();
@@ -124,6 +177,7 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest reques
     warm_.reset();
     if (!answered.ok()) return answered.status();
     if (!ended.ok()) return ended.status();
+    NoteEnd(*ended);
     if (ended->cancelled) return absl::CancelledError("the measurement was cancelled");
     a.result = *std::move(ended);
   }

@@ -36,9 +36,11 @@ TEST(DescribeChanges, MemoryInUseCountsOnlyWhenItGrewBeyondTheTolerance) {
   after.free_device_bytes -= kMemoryToleranceBytes;
   EXPECT_EQ(DescribeChanges(State(), after), "");
   after.free_device_bytes -= 1;
-  EXPECT_EQ(DescribeChanges(State(), after), "device memory in use grew by 64 MiB (64 MiB allowed)");
-  after.free_device_bytes = State().free_device_bytes - (int64_t(300) << 20);
-  EXPECT_EQ(DescribeChanges(State(), after), "device memory in use grew by 300 MiB (64 MiB allowed)");
+  EXPECT_EQ(DescribeChanges(State(), after), "device memory in use grew by 1024 MiB (1024 MiB allowed)");
+  after.free_device_bytes = State().free_device_bytes - (int64_t(3) << 30);
+  EXPECT_EQ(DescribeChanges(State(), after), "device memory in use grew by 3072 MiB (1024 MiB allowed)");
+  after.free_device_bytes = State().free_device_bytes - (int64_t(300) << 20);  // code loaded
+  EXPECT_EQ(DescribeChanges(State(), after), "");
   after.free_device_bytes = State().free_device_bytes + (int64_t(1) << 30);  // freed: no hazard
   EXPECT_EQ(DescribeChanges(State(), after), "");
 }
