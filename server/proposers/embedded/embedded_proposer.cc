@@ -37,13 +37,14 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
     return std::vector<Proposal>();
   }
   const bool fresh = handed_ == 0 && !round_.empty();
+  const bool waiting = handed_ >= round_.size() && unanswered_ > 0;
   std::vector<Proposal> out;
-  while (handed_ < round_.size() && static_cast<int>(out.size()) < n) out.push_back(round_[handed_++]);
   // Measure what needs no build (idle_work.h), one batch of it at a time:
-  // while a round's answers are pending, and beside a new round's first
-  // proposals, ahead of them, while its builds are under way.
-  const size_t room = static_cast<size_t>(std::max(0, n - static_cast<int>(out.size())));
-  if ((fresh || (out.empty() && unanswered_ > 0)) && room > 0 && idle_.empty() &&
+  // while a round's answers are pending, and ahead of a new round's first
+  // proposals, however many they are, while its builds are under way (the
+  // rest of the round comes with the next calls).
+  const size_t room = static_cast<size_t>(std::max(0, n));
+  if ((fresh || waiting) && room > 0 && idle_.empty() &&
       options_.search.idle_items > 0 && IdleWorkAllowed(*state_)) {
     std::set<std::pair<std::string, int>> pending;
     for (size_t i = 0; i < round_.size(); ++i) {
@@ -56,8 +57,9 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
                                        "seen them, while the %s round %s",
                                        idle_.size(), state_->stage(), fresh ? "builds" : "is answered"));
     }
-    out.insert(out.begin(), idle_.begin(), idle_.end());
+    out = idle_;
   }
+  while (handed_ < round_.size() && static_cast<int>(out.size()) < n) out.push_back(round_[handed_++]);
   return out;
 }
 

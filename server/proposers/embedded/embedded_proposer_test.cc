@@ -265,6 +265,31 @@ TEST_F(EmbeddedProposerTest, ANewRoundComesWithIdleWorkAheadOfIt) {
   EXPECT_TRUE(Said("while the screen round builds"));
 }
 
+// However large the new round, its idle work comes first: a round of more
+// proposals than the caller takes at once used to leave no room for it, and
+// the GPU waited on the round's first builds.
+TEST_F(EmbeddedProposerTest, IdleWorkComesAheadOfARoundLargerThanOneCall) {
+  SearchOptions search;
+  search.screen_per_problem = 1;
+  std::unique_ptr<EmbeddedProposer> e = Make(search);
+  const std::vector<Proposal> seeds = SeedsWithABuiltPairLeft(*e);
+  ASSERT_EQ(seeds.size(), 2u);
+  const std::vector<Proposal> idle = Propose(*e);
+  ASSERT_EQ(idle.size(), 1u);
+  Observation skipped;
+  skipped.proposal = idle[0];
+  skipped.reason = "the job's budget is spent";
+  const std::vector<Observation> none = {skipped};
+  e->Observe(view_, none);
+  Answer(*e, {seeds[1]});
+  const std::vector<Proposal> first = Propose(*e, 1);  // one at a time: the round fills any call
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].stage, "idle");
+  const std::vector<Proposal> second = Propose(*e, 1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].stage, "screen") << "the round follows its idle work";
+}
+
 TEST_F(EmbeddedProposerTest, IgnoresAnAnswerToNoPendingProposal) {
   std::unique_ptr<EmbeddedProposer> e = Make();
   const std::vector<Proposal> probe = Propose(*e);
