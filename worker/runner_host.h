@@ -105,8 +105,11 @@ inline constexpr absl::Duration kScreenedMaxAge = absl::Minutes(30);
 std::string ProcessEndReason(const sandbox::Result& r);
 
 // A runner that stays up is replaced after this many items (its loaded
-// libraries add up) or when it was idle this long.
+// libraries add up), once its library directory holds this much copied
+// (not hard-linked: the build cache on another file system, perhaps a
+// tmpfs), or when it was idle this long.
 inline constexpr int kWarmRunnerItems = 1000;
+inline constexpr int64_t kWarmRunnerCopiedBytes = int64_t(256) << 20;
 inline constexpr absl::Duration kWarmRunnerIdle = absl::Seconds(60);
 
 class RunnerHost {

@@ -32,6 +32,7 @@ struct RunnerHost::Warm {
   std::map<std::string, std::string> linked;  // artifact -> its path in libs
   std::optional<v1::RunnerInfo> info;         // from its start-up
   int items = 0;
+  int64_t copied_bytes = 0;  // libraries copied, not linked (another file system)
   absl::Time last_used;
 
   // The path the runner opens `artifact` by. One it cannot be given keeps its
@@ -47,6 +48,7 @@ struct RunnerHost::Warm {
       std::filesystem::copy_file(artifact, to, ec);
       if (!ec) {
         std::filesystem::permissions(to, std::filesystem::perms(0644), ec);
+        copied_bytes += static_cast<int64_t>(std::filesystem::file_size(to, ec));
       }
     }
     return linked[artifact] = ec ? artifact : to;
@@ -120,6 +122,7 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest reques
   {
     absl::MutexLock lock(&warm_mu_);
     stale = warm_ && (warm_->key != key || warm_->items >= kWarmRunnerItems ||
+                      warm_->copied_bytes >= kWarmRunnerCopiedBytes ||
                       absl::Now() - warm_->last_used > kWarmRunnerIdle);
   }
   if (stale) EndWarmRunner();
