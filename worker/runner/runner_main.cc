@@ -259,6 +259,7 @@ struct ProcessLife {
   // Choices tuned in this process, looked up first: a later item of the
   // problem uses them as they are instead of tuning again.
   LtAlgos tuned;
+  uint64_t seed = 0;   // the first request's (or the clock's): every item's seed steps from it
   uint64_t items = 0;
 };
 
@@ -269,7 +270,6 @@ struct ProcessLife {
 // `from`: when the batch's request arrived (or the process started).
 int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& device, ProcessLife& life,
              std::chrono::steady_clock::time_point from) {
-  const uint64_t seed = ctx.seed;
   auto outside_from = from;  // the time outside items, charged to the next one
   for (int i = 0; i < req.items_size(); ++i) {
     const v1::RunnerItem& item = req.items(i);
@@ -277,7 +277,7 @@ int RunBatch(const v1::RunnerRequest& req, RunnerContext& ctx, const Device& dev
     // outputs and references, still readable in device memory, were computed
     // from other inputs (the golden-ratio step is odd, so no two items of a
     // process share a seed).
-    ctx.seed = seed + 0x9E3779B97F4A7C15ull * ++life.items;
+    ctx.seed = life.seed + 0x9E3779B97F4A7C15ull * ++life.items;
     auto [lib, added] = life.libraries.try_emplace(item.library(), absl::UnknownError(""));
     if (added) lib->second = CandidateLibrary::Open(item.library());
     if (!lib->second.ok()) {
@@ -357,10 +357,6 @@ void TakeScreened(const v1::RunnerRequest& req, RunnerContext& ctx) {
   }
 }
 
-uint64_t SeedOf(const v1::RunnerRequest& req, std::chrono::steady_clock::time_point now) {
-  return req.seed() ? req.seed() : uint64_t(now.time_since_epoch().count());
-}
-
 int Main() {
   auto t0 = std::chrono::steady_clock::now();
   if (absl::Status st = KeepStdoutForEvents(); !st.ok()) return Fail(4, std::string(st.message()));
@@ -389,7 +385,7 @@ int Main() {
   ctx.cublas_version = device->cublas_version;
   ctx.sm_count = device->info.sm_count();
   ctx.l2_bytes = device->info.l2_bytes();
-  ctx.seed = SeedOf(req, t0);
+  ctx.seed = req.seed() ? req.seed() : uint64_t(t0.time_since_epoch().count());
   absl::StatusOr<DeviceMemory> flush = DeviceMemory::Allocate(ctx.protocol.flush_bytes());
   if (!flush.ok()) return Fail(4, std::string(flush.status().message()));
   ctx.flush = std::move(*flush);
@@ -418,6 +414,7 @@ int Main() {
   Emit(info);
 
   ProcessLife life;
+  life.seed = ctx.seed;
   if (absl::Status st = PrimeVendorState(ctx); !st.ok()) return Fail(4, std::string(st.message()));
   absl::StatusOr<ProcessState> start = CaptureProcessState(ctx.stream);
   if (!start.ok()) return Fail(4, std::string(start.status().message()));
@@ -437,7 +434,6 @@ int Main() {
     }
     req = *std::move(next);
     TakeScreened(req, ctx);
-    ctx.seed = SeedOf(req, from);
   }
 }
 
