@@ -224,6 +224,7 @@ absl::StatusOr<v1::LeaseResponse> Fleet::Lease(const v1::LeaseRequest& r, const 
       }
       out.mutable_task()->set_task_id((*t)->id);
       out.mutable_task()->set_attempt((*t)->attempt);
+      out.mutable_task()->set_job_id((*t)->job_id);
       return out;
     }
     if (absl::Now() >= deadline) return out;

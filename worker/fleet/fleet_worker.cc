@@ -262,8 +262,9 @@ v1::ReportResultRequest FleetWorker::Impl::RunTask(const v1::Task& task, Candida
   const absl::Time start = absl::Now();
   absl::Status failure;
   // Abandoned at the next safe point once the server says the task is no
-  // longer this worker's (the sandbox kills its build or runner).
-  const WorkContext context{"", [this, id = task.task_id()] { return Abandoned(id); }};
+  // longer this worker's (the sandbox kills its build or runner). The job id
+  // lets the job's screens share a runner that stays up.
+  const WorkContext context{task.job_id(), [this, id = task.task_id()] { return Abandoned(id); }};
   if (task.kind() == v1::TASK_KIND_BUILD) {
     absl::StatusOr<v1::Build> b = std::move(evaluator.Build({task.candidate()}, context).front());
     if (b.ok()) {
