@@ -351,6 +351,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Start(const Spec& spec) {
   session->limits_ = spec.limits;
   session->job_ = std::make_unique<Job>();
   static_cast<internal::Started&>(*session->job_) = *std::move(job);
+  if (internal::Supervisor* s = session->job_->supervisor.get()) {
+    // Until the first exchange: the session's own (empty) callbacks, not
+    // those of `quiet`, which is gone when this returns.
+    s->Arm(std::chrono::steady_clock::now(), spec.limits.wall_time, "", &session->on_stdout_,
+           &session->cancelled_);
+  }
   return session;
 }
 

@@ -122,7 +122,8 @@ TEST_P(SessionTest, ACancelledExchangeKillsTheJob) {
 TEST_P(SessionTest, DestroyingALiveSessionKillsAndReapsItsJob) {
   const std::string token = absl::StrCat("anvil-session-test-", getpid());
   {
-    std::unique_ptr<Session> s = Start(absl::StrCat("exec -a ", token, " sleep 1000"));
+    // Its output is read as it is reaped, with no exchange ever made.
+    std::unique_ptr<Session> s = Start(absl::StrCat("echo started; exec -a ", token, " sleep 1000"));
     ASSERT_NE(s, nullptr);
     absl::SleepFor(absl::Milliseconds(200));
   }
