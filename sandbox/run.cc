@@ -372,8 +372,12 @@ absl::StatusOr<bool> Session::Send(const Exchange& e) {
   cancelled_ = e.cancelled;
   const absl::Duration wall = e.wall_time > absl::ZeroDuration() ? e.wall_time : limits_.wall_time;
   job_->supervisor->Arm(std::chrono::steady_clock::now(), wall, e.input, &on_stdout_, &cancelled_);
-  if (job_->supervisor->RunUntil(e.answered)) return true;
-  ended_by_itself_ = true;
+  if (job_->supervisor->RunUntil(e.answered)) {
+    on_stdout_ = nullptr;  // the exchange's callbacks need not outlive it
+    cancelled_ = nullptr;
+    return true;
+  }
+  ended_by_itself_ = true;  // Finish drains the rest of its output through them
   return false;
 }
 

@@ -148,9 +148,11 @@ class Session {
     std::function<bool()> answered;
     absl::Duration wall_time = absl::ZeroDuration();  // zero: the Spec's
   };
-  // True when `answered` said so while the job runs on; false when the job
-  // ended first (it exited, or was killed at its deadline, its output cap or
-  // a cancel): Finish() then says how. Once false, always false.
+  // True when `answered` said so while the job runs on (the exchange's
+  // callbacks are then let go); false when the job ended first (it exited,
+  // or was killed at its deadline, its output cap or a cancel): Finish()
+  // then says how, and its last output still goes to this exchange's
+  // callbacks, so call it while they are valid. Once false, always false.
   absl::StatusOr<bool> Send(const Exchange& exchange);
   // Closes stdin and lets a running job end by itself within the kill grace
   // plus 10 s (then kills it), and reaps it. Its Result is the last
