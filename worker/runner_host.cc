@@ -70,7 +70,6 @@ void MergeTunedAlgo(std::vector<v1::LtAlgo>& algos, v1::LtAlgo tuned) {
   algos.push_back(std::move(tuned));
 }
 
-
 // The measurement of the problem a runner was on when it stopped early.
 v1::Measurement RunnerHost::StoppedRun(const v1::Candidate& c, const v1::Shape& shape,
                                       const Attempt& a) const {
