@@ -1,4 +1,4 @@
-// Supervise: the poll loop of one job. See supervise.h.
+// Supervisor: the poll loop of one job. See supervise.h.
 #include "sandbox/supervise.h"
 
 #include <poll.h>
@@ -243,12 +243,6 @@ absl::StatusOr<Supervised> Supervisor::Reap() {
   s.out_truncated = out_.truncated;
   s.err_truncated = err_.truncated;
   return s;
-}
-
-absl::StatusOr<Supervised> Supervise(const SuperviseRequest& request) {
-  Supervisor supervisor(request);
-  supervisor.RunUntil(nullptr);
-  return supervisor.Reap();
 }
 
 }  // namespace anvil::sandbox::internal

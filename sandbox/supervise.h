@@ -1,11 +1,10 @@
-// Supervise: watches one spawned job until it ends. Feeds stdin, captures
+// Supervisor: watches one spawned job until it ends. Feeds stdin, captures
 // stdout and stderr concurrently (poll) up to a cap, enforces the wall-clock
 // limit (SIGTERM to the process group, SIGKILL to the group and the job's
 // cgroup after the grace), kills whatever the main process left behind when
-// it exits, and reaps it. Supervisor does the same a step at a time for a job
-// that answers exchange after exchange (Session, sandbox.h): each exchange
-// feeds stdin, re-arms the limit and resets the captured output. Internal to
-// the sandbox.
+// it exits, and reaps it, a step at a time, so that a job can also answer
+// exchange after exchange (Session, sandbox.h): each exchange feeds stdin,
+// re-arms the limit and resets the captured output. Internal to the sandbox.
 //
 // Thread-safety: one caller per job; different jobs may be watched in
 // parallel. SIGPIPE is blocked in the calling thread while stdin is written.
@@ -31,7 +30,7 @@ class JobCgroup;
 
 struct SuperviseRequest {
   pid_t pid = -1;  // the job's main process; also its process group id
-  // The parent's pipe ends, all closed by Supervise (-1 = none).
+  // The parent's pipe ends, all closed by the Supervisor (-1 = none).
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
@@ -63,12 +62,8 @@ struct Supervised {
   double wall_seconds = 0;
 };
 
-// Returns when the main process has been reaped and its group and cgroup
-// killed. Non-OK only if the sandbox lost track of the child (e.g. SIGCHLD
-// ignored by the caller).
-absl::StatusOr<Supervised> Supervise(const SuperviseRequest& request);
-
-// Supervise a step at a time. Owns the request's pipe ends.
+// Watches one job a step at a time (Run: RunUntil(nullptr), then Reap).
+// Owns the request's pipe ends.
 class Supervisor {
  public:
   using Clock = std::chrono::steady_clock;
@@ -89,7 +84,8 @@ class Supervisor {
   // No more input: stdin is closed once what is queued is written.
   void EndInput();
   // Kills what is left of the job, reaps it and says what happened in the
-  // last exchange.
+  // last exchange. Non-OK only if the sandbox lost track of the child (e.g.
+  // SIGCHLD ignored by the caller).
   absl::StatusOr<Supervised> Reap();
 
  private:

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -86,6 +87,19 @@ class Batch : public ::testing::Test {
       }
     }
     return out;
+  }
+  // The first and the last seed configuration, built, on `shapes`.
+  static std::pair<BatchEntry, BatchEntry> FirstAndLastSeed(const std::vector<v1::Shape>& shapes) {
+    const std::vector<v1::Candidate> seeds = SeedConfigurations();
+    EXPECT_GE(seeds.size(), 2u);
+    if (seeds.empty()) return {};
+    return {Built(seeds.front(), shapes), Built(seeds.back(), shapes)};
+  }
+  // A host of its own (its own screened baselines and runner that stays up).
+  static RunnerHostOptions HostOptions() {
+    absl::StatusOr<Toolchain> t = Toolchain::Find();
+    EXPECT_TRUE(t.ok()) << t.status();
+    return testing::RunnerOptionsIn(t.ok() ? *t : Toolchain(), *scratch_, FixtureProtocol());
   }
   static absl::StatusOr<std::vector<RunnerResults>> Measure(const std::vector<BatchEntry>& entries,
                                                           const MeasureSpec& spec) {
@@ -231,17 +245,11 @@ TEST_F(Batch, AdversarialCandidatesInARunnerThatStaysUpGetTheirVerdictAlone) {
 }
 
 // A job's screens, batch after batch, in one runner process: the later
-// batches start no process, carry the baselines the first timed, and agree
-// with a fresh process's screen of the same candidate.
+// batches start no process and are charged no start-up, and their figures
+// agree with a fresh process's screen of the same candidate.
 TEST_F(Batch, AJobsBatchesShareOneRunnerThatStaysUp) {
-  const std::vector<v1::Candidate> seeds = SeedConfigurations();
-  ASSERT_GE(seeds.size(), 2u);
-  absl::StatusOr<Toolchain> t = Toolchain::Find();
-  ASSERT_TRUE(t.ok()) << t.status();
-  RunnerHost host(testing::RunnerOptionsIn(*t, *scratch_, FixtureProtocol()));
-  const std::vector<v1::Shape> shape = {S(1000, 1000, 1000)};
-  const BatchEntry a = Built(seeds.front(), shape);
-  const BatchEntry b = Built(seeds.back(), shape);
+  RunnerHost host(HostOptions());
+  const auto [a, b] = FirstAndLastSeed({S(1000, 1000, 1000)});
   std::vector<double> warm_us;
   for (int round = 0; round < 3; ++round) {
     absl::StatusOr<std::vector<RunnerResults>> got = host.MeasureBatch({a, b}, kWarmScreen, {});
@@ -271,14 +279,8 @@ TEST_F(Batch, AJobsBatchesShareOneRunnerThatStaysUp) {
 // first's baseline records unchanged and says it timed none, while a full
 // measurement times its own.
 TEST_F(Batch, ALaterProcessScreensWithTheHostsBaselines) {
-  const std::vector<v1::Candidate> seeds = SeedConfigurations();
-  ASSERT_GE(seeds.size(), 2u);
-  absl::StatusOr<Toolchain> t = Toolchain::Find();
-  ASSERT_TRUE(t.ok()) << t.status();
-  RunnerHost host(testing::RunnerOptionsIn(*t, *scratch_, FixtureProtocol()));
-  const std::vector<v1::Shape> shape = {S(384, 256, 512)};
-  const BatchEntry a = Built(seeds.front(), shape);
-  const BatchEntry b = Built(seeds.back(), shape);
+  RunnerHost host(HostOptions());
+  const auto [a, b] = FirstAndLastSeed({S(384, 256, 512)});
   absl::StatusOr<std::vector<RunnerResults>> first = host.MeasureBatch({a}, kScreen, {});
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(host.screened_size(), 1u);

@@ -160,7 +160,6 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest reques
   x.cancelled = cancelled;
   x.wall_time = (reused ? limits.setup_timeout : limits.startup_timeout) +
                 FixedProblemLimit(limits, profile) * request.items_size();
-  const absl::Time sent = absl::Now();
   absl::StatusOr<bool> answered = w.session->Send(x);
   Attempt a;
   a.reused = reused;
@@ -172,7 +171,6 @@ absl::StatusOr<RunnerHost::Attempt> RunnerHost::RunWarm(v1::RunnerRequest reques
       ++reused_batches_;
     }
     a.result.exit_code = 0;
-    a.result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - sent);
     w.items += request.items_size();
     w.last_used = absl::Now();
   } else {

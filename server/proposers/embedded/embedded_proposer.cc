@@ -43,15 +43,14 @@ absl::StatusOr<std::vector<Proposal>> EmbeddedProposer::Propose(const SearchView
   // while a round's answers are pending, and ahead of a new round's first
   // proposals, however many they are, while its builds are under way (the
   // rest of the round comes with the next calls).
-  const size_t room = static_cast<size_t>(std::max(0, n));
-  if ((fresh || waiting) && room > 0 && idle_.empty() &&
+  if ((fresh || waiting) && n > 0 && idle_.empty() &&
       options_.search.idle_items > 0 && IdleWorkAllowed(*state_)) {
     std::set<std::pair<std::string, int>> pending;
     for (size_t i = 0; i < round_.size(); ++i) {
       if (answered_[i]) continue;
       for (int p : round_[i].problems) pending.insert({round_[i].candidate.id(), p});
     }
-    idle_ = IdleWork(*state_, std::min<size_t>(room, options_.search.idle_items), 2, pending);
+    idle_ = IdleWork(*state_, std::min<size_t>(static_cast<size_t>(n), options_.search.idle_items), 2, pending);
     if (!idle_.empty()) {
       state_->Progress(absl::StrFormat("[idle] %d built configurations on problems that have not "
                                        "seen them, while the %s round %s",
